@@ -1,0 +1,273 @@
+"""Command line: the app by default, plus ``index``, ``search``, ``eval`` and ``graph``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from tui_search.config import Settings, load_settings
+from tui_search.core.errors import TuiSearchError
+
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def _add_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--workspace", "-w", type=Path, default=argparse.SUPPRESS, help="workspace folder (default: .)")
+    p.add_argument("--index-dir", type=Path, default=argparse.SUPPRESS, help="where index data lives (default: per-user cache)")
+    p.add_argument("--model", default=argparse.SUPPRESS, help="a model2vec model path or hub id (default: the shipped model)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="tui-search", description="Search a folder of markdown from the keyboard.")
+    _add_common(parser)
+    parser.add_argument("--theme", default=argparse.SUPPRESS, help="app theme name")
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+
+    p_index = sub.add_parser("index", help="build or update the index")
+    _add_common(p_index)
+    p_index.add_argument("--json", action="store_true", help="print one JSON document")
+    p_index.add_argument("--rebuild", action="store_true", help="start from an empty index")
+    p_index.add_argument("--watch", action="store_true", help="keep watching the workspace")
+
+    p_search = sub.add_parser("search", help="search the workspace")
+    _add_common(p_search)
+    p_search.add_argument("query", help="the query (see README: query language)")
+    p_search.add_argument("--mode", choices=["hybrid", "keyword", "semantic"], default="hybrid")
+    p_search.add_argument("--limit", type=int, default=10)
+    p_search.add_argument("--group", action="store_true", help="group results by document")
+    p_search.add_argument("--explain", action="store_true", help="show how each score was made")
+    p_search.add_argument("--json", action="store_true", help="print one JSON document")
+    p_search.add_argument("--continue", dest="continuation", metavar="TOKEN", help="continue from a token")
+    p_search.add_argument("--snippet-chars", type=int, default=None, help="snippet length")
+
+    p_eval = sub.add_parser("eval", help="measure ranking quality on a judged dataset")
+    p_eval.add_argument("--dataset", type=Path, required=True, help="BEIR folder or workspace evaluation folder")
+    p_eval.add_argument("--index-dir", type=Path, default=argparse.SUPPRESS)
+    p_eval.add_argument("--model", default=argparse.SUPPRESS)
+    p_eval.add_argument("--modes", default="keyword,semantic,hybrid")
+    p_eval.add_argument("--split", choices=["test", "train"], default="test")
+    p_eval.add_argument("--json", action="store_true")
+
+    p_graph = sub.add_parser("graph", help="the link graph")
+    _add_common(p_graph)
+    gsub = p_graph.add_subparsers(dest="graph_command", parser_class=_Parser, required=True)
+    p_comm = gsub.add_parser("communities", help="clusters of related documents (Louvain)")
+    _add_common(p_comm)
+    p_comm.add_argument("--json", action="store_true")
+    return parser
+
+
+def settings_from(args: argparse.Namespace) -> Settings:
+    overrides: dict[str, Any] = {}
+    for name in ("workspace", "index_dir", "model", "theme"):
+        if hasattr(args, name):
+            overrides[name] = getattr(args, name)
+    return load_settings(overrides)
+
+
+def _err(message: str) -> None:
+    print(f"tui-search: error: {message}", file=sys.stderr)
+
+
+class ProgressPrinter:
+    """A one-line progress bar on stderr when it is a terminal; silent otherwise."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self._last = 0.0
+
+    def __call__(self, p: Any) -> None:
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if p.stage != "done" and now - self._last < 0.1 and p.done not in (0, p.total):
+            return
+        self._last = now
+        if p.stage == "done":
+            sys.stderr.write("\r\x1b[2K")
+        elif p.total:
+            width = 30
+            filled = int(width * p.done / p.total)
+            sys.stderr.write(f"\r\x1b[2K{p.stage:<6} [{'#' * filled}{'.' * (width - filled)}] {p.done}/{p.total}")
+        else:
+            sys.stderr.write(f"\r\x1b[2K{p.stage}: {p.message}")
+        sys.stderr.flush()
+
+
+def open_engine(settings: Settings) -> Any:
+    from tui_search.core.engine import SearchEngine
+
+    return SearchEngine(settings)
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    settings = settings_from(args)
+    engine = open_engine(settings)
+    try:
+        report = engine.sync(ProgressPrinter(sys.stderr.isatty() and not args.json), rebuild=args.rebuild)
+        if args.json:
+            print(json.dumps(report.to_json()))
+        else:
+            print(
+                f"indexed {report.documents} documents, {report.chunks} chunks "
+                f"({report.embedded} embedded, {report.removed} removed) in {report.took_ms / 1000:.2f}s"
+            )
+            for note in report.repaired:
+                print(f"repaired: {note}")
+            for s in report.skipped:
+                print(f"skipped {s.path}: {s.reason}")
+            print(f"index: {engine.index_dir}")
+        if args.watch:
+            from tui_search.core.watcher import run_headless_watch
+
+            return run_headless_watch(engine, json_lines=args.json)
+    finally:
+        engine.close()
+    return 0
+
+
+def _bold(text: str, tty: bool) -> str:
+    return f"\x1b[1m{text}\x1b[0m" if tty else text
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    from tui_search.core.textsafe import sanitize_terminal
+
+    settings = settings_from(args)
+    engine = open_engine(settings)
+    try:
+        _, busy = engine.try_sync(ProgressPrinter(sys.stderr.isatty() and not args.json))
+        if busy:
+            print(f"tui-search: note: {busy}; searching the index as it is", file=sys.stderr)
+        results = engine.search(
+            args.query,
+            mode=args.mode,
+            limit=args.limit,
+            continuation=args.continuation,
+            group=args.group,
+            explain=args.explain,
+            snippet_chars=args.snippet_chars,
+        )
+        for w in results.warnings:
+            print(f"tui-search: warning: {w}", file=sys.stderr)
+        if args.json:
+            print(json.dumps(results.to_json(), ensure_ascii=False))
+            return 0
+        tty = sys.stdout.isatty()
+        print(
+            f"{results.total_results} results in {results.files_covered} files "
+            f"({results.mode}, {results.took_ms:.0f} ms)"
+        )
+
+        def show(h: Any, indent: str = "") -> None:
+            crumbs = " > ".join(h.heading_path) or h.title
+            print(f"{indent}{_bold(sanitize_terminal(h.file_path), tty)}:{h.line_start}  {sanitize_terminal(crumbs)}  [{h.relevance_score:.3f}]")
+            left, right = ("\x1b[1;33m", "\x1b[0m") if tty else ("**", "**")
+            snippet = h.snippet.marked(left, right, escape=sanitize_terminal)
+            print(f"{indent}    {snippet}")
+            if args.explain:
+                print(f"{indent}    {json.dumps(h.scores)}")
+
+        if results.documents is not None:
+            for d in results.documents:
+                print(f"{_bold(sanitize_terminal(d.title), tty)} ({sanitize_terminal(d.file_path)}) best {d.best_score:.3f}, {d.match_count} matches")
+                for h in d.passages:
+                    show(h, "  ")
+        else:
+            for i, h in enumerate(results.hits, 1):
+                print(f"{i:>3}. ", end="")
+                show(h)
+        if results.has_more:
+            print(f"more: --continue {results.next_token}")
+        return 0
+    finally:
+        engine.close()
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from tui_search.core.evaluation import run_evaluation
+
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    settings = load_settings({k: getattr(args, k) for k in ("index_dir", "model") if hasattr(args, k)})
+    report = run_evaluation(
+        args.dataset,
+        settings=settings,
+        modes=modes,
+        split=args.split,
+        progress=ProgressPrinter(sys.stderr.isatty() and not args.json),
+    )
+    if args.json:
+        print(json.dumps(report.to_json()))
+    else:
+        print(report.table())
+    return 0
+
+
+def cmd_graph(args: argparse.Namespace) -> int:
+    settings = settings_from(args)
+    engine = open_engine(settings)
+    try:
+        _, busy = engine.try_sync(ProgressPrinter(sys.stderr.isatty() and not args.json))
+        if busy:
+            print(f"tui-search: note: {busy}; using the index as it is", file=sys.stderr)
+        communities = engine.graph().communities()
+        if args.json:
+            print(json.dumps({"communities": [c.to_json() for c in communities]}))
+        else:
+            for i, c in enumerate(communities, 1):
+                print(f"community {i} ({len(c.documents)} documents): {', '.join(c.label_terms)}")
+                for d in c.documents:
+                    print(f"    {d}")
+        return 0
+    finally:
+        engine.close()
+
+
+def cmd_app(args: argparse.Namespace) -> int:
+    settings = settings_from(args)
+    if not settings.workspace.is_dir():
+        _err(f"workspace {settings.workspace} is not a folder")
+        return EXIT_ERROR
+    from tui_search.ui.app import make_app
+
+    app = make_app(settings)
+    app.run()
+    return int(app.return_code or 0)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.version:
+        from tui_search import __version__
+
+        print(f"tui-search {__version__}")
+        return 0
+    handlers = {"index": cmd_index, "search": cmd_search, "eval": cmd_eval, "graph": cmd_graph}
+    try:
+        return handlers.get(args.command or "", cmd_app)(args)
+    except TuiSearchError as exc:
+        _err(str(exc))
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

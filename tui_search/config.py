@@ -1,0 +1,120 @@
+"""Typed settings: defaults, then the user's config file, then environment, then flags.
+
+UI-free: imported by the core, the CLI and the app alike.
+
+Config file: ``$XDG_CONFIG_HOME/tui-search/config.toml`` (platformdirs), keys as the field
+names below. Environment: ``TUI_SEARCH_<FIELD>`` (e.g. ``TUI_SEARCH_INDEX_DIR``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import tomllib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+from tui_search.core.errors import ConfigError
+
+APP_NAME = "tui-search"
+
+
+def user_config_dir() -> Path:
+    return Path(os.environ.get("TUI_SEARCH_CONFIG_DIR") or platformdirs.user_config_dir(APP_NAME))
+
+
+def user_cache_dir() -> Path:
+    return Path(os.environ.get("TUI_SEARCH_CACHE_DIR") or platformdirs.user_cache_dir(APP_NAME))
+
+
+def default_index_dir(workspace: Path) -> Path:
+    """Per-user cache folder keyed by the workspace's absolute path."""
+    absolute = workspace.expanduser().resolve()
+    digest = hashlib.sha256(str(absolute).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    safe_name = "".join(c if c.isalnum() or c in "-_" else "_" for c in absolute.name)[:40]
+    return user_cache_dir() / "indexes" / f"{safe_name or 'root'}-{digest}"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything tunable. Defaults are what ships; see README for the meaning of each."""
+
+    workspace: Path = field(default_factory=Path.cwd)
+    #: Where index data lives; ``None`` means the per-user cache dir for this workspace.
+    index_dir: Path | None = None
+    #: A model2vec model path or hub id; ``None`` means the model shipped in the package.
+    model: str | None = None
+    #: Sections longer than this many tokens are split into chunks.
+    max_chunk_tokens: int = 512
+    #: Overlap between consecutive chunks of one section (at least this many tokens, ~10%).
+    min_overlap_tokens: int = 50
+    #: Files larger than this are skipped (and reported).
+    max_file_bytes: int = 20 * 1024 * 1024
+    #: Snippet length in characters.
+    snippet_chars: int = 220
+    #: Hybrid fusion: weight of the keyword arm (the semantic arm gets 1 - this).
+    keyword_weight: float = 0.7
+    #: How many candidates each arm contributes before fusion.
+    candidate_depth: int = 200
+    #: Passages shown per document in grouped results.
+    passages_per_document: int = 3
+    #: Watcher debounce in milliseconds.
+    debounce_ms: int = 250
+    #: Theme name for the app.
+    theme: str = "tui-dark"
+
+    @property
+    def resolved_index_dir(self) -> Path:
+        if self.index_dir is not None:
+            return self.index_dir.expanduser().resolve()
+        return default_index_dir(self.workspace)
+
+    def replace(self, **changes: Any) -> Settings:
+        return dataclasses.replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+
+_PATH_FIELDS = {"workspace", "index_dir"}
+
+
+def _coerce(name: str, raw: Any, default: Any) -> Any:
+    if name in _PATH_FIELDS:
+        return Path(str(raw)).expanduser()
+    if isinstance(default, bool):
+        return str(raw).lower() in {"1", "true", "yes", "on"}
+    if isinstance(default, int):
+        return int(raw)
+    if isinstance(default, float):
+        return float(raw)
+    return str(raw)
+
+
+def load_settings(overrides: dict[str, Any] | None = None, *, env: dict[str, str] | None = None) -> Settings:
+    """Defaults < config file < environment < explicit ``overrides`` (flags)."""
+    env = dict(os.environ) if env is None else env
+    base = Settings()
+    values: dict[str, Any] = {}
+    config_file = user_config_dir() / "config.toml"
+    file_values: dict[str, Any] = {}
+    if config_file.is_file():
+        try:
+            file_values = tomllib.loads(config_file.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            raise ConfigError(f"cannot read config file {config_file}: {exc}") from exc
+    for f in fields(Settings):
+        default = getattr(base, f.name)
+        try:
+            if f.name in file_values:
+                values[f.name] = _coerce(f.name, file_values[f.name], default)
+            env_key = f"TUI_SEARCH_{f.name.upper()}"
+            if env.get(env_key):
+                values[f.name] = _coerce(f.name, env[env_key], default)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"bad value for setting {f.name!r}: {exc}") from exc
+    for key, value in (overrides or {}).items():
+        if value is not None:
+            values[key] = value
+    return dataclasses.replace(base, **values)

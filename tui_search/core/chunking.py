@@ -1,0 +1,424 @@
+"""Markdown -> sections -> chunks, with stable ``<doc>:<section-slug>`` ids.
+
+Sections come from markdown-it-py's token stream (headings of every level, setext included);
+tags, links and wikilinks from the inline tokens. A section longer than ``max_tokens`` is split
+at block boundaries (paragraphs, fences, lists, tables) with an overlap.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import posixpath
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+from urllib.parse import unquote
+
+import yaml
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
+PREAMBLE_SLUG = "_preamble"
+
+_TOKEN_RE = re.compile(r"\w+|[^\w\s]")
+_TAG_RE = re.compile(r"(?<![\w/&#\]\)`])#([^\W\d][\w\-/]*[\w]|[^\W\d])", re.UNICODE)
+_WIKILINK_RE = re.compile(r"\[\[([^\[\]|#]*)(#[^\[\]|]*)?(?:\|([^\[\]]*))?\]\]")
+_FRONT_MATTER_RE = re.compile(r"\A---[ \t]*\n(.*?\n)?(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.DOTALL)
+_SCHEME_RE = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.\-]*:")
+
+
+def count_tokens(text: str) -> int:
+    """A cheap, model-independent token estimate (words and punctuation marks)."""
+    return len(_TOKEN_RE.findall(text))
+
+
+def slugify(text: str) -> str:
+    """GitHub-style heading anchor: lowercase, punctuation dropped, spaces to hyphens."""
+    text = unicodedata.normalize("NFC", text).strip().lower()
+    out = []
+    for ch in text:
+        if ch.isalnum() or ch in "-_":
+            out.append(ch)
+        elif ch.isspace():
+            out.append("-")
+    return "".join(out)
+
+
+@dataclass(frozen=True)
+class Link:
+    target: str  # workspace-relative path ("guides/setup.md"), or a wikilink name
+    kind: str  # "markdown" | "wikilink"
+    anchor: str = ""
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class Chunk:
+    section_id: str
+    chunk_index: int
+    doc: str
+    file_path: str
+    title: str
+    heading: str
+    heading_path: tuple[str, ...]
+    level: int
+    line_start: int  # 1-based, inclusive
+    line_end: int  # 1-based, inclusive
+    content: str
+    tags: tuple[str, ...]
+    content_hash: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.section_id}#{self.chunk_index}"
+
+    @property
+    def embedding_text(self) -> str:
+        return embedding_text(self.title, self.heading_path, self.content)
+
+
+def embedding_text(title: str, heading_path: tuple[str, ...] | list[str], content: str) -> str:
+    path = list(heading_path)
+    if title and (not path or path[0] != title):
+        path.insert(0, title)
+    return " > ".join(path) + "\n\n" + content
+
+
+@dataclass
+class ParsedDocument:
+    doc: str
+    file_path: str
+    title: str
+    tags: tuple[str, ...]
+    links: tuple[Link, ...]
+    parent: str | None
+    chunks: list[Chunk]
+    front_matter: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+@lru_cache(maxsize=1)
+def _markdown() -> MarkdownIt:
+    return MarkdownIt("commonmark", {"html": True}).enable("table").enable("strikethrough")
+
+
+def doc_id_for(rel_path: str) -> str:
+    """``guides/setup.md`` -> ``guides/setup``."""
+    for suffix in (".markdown", ".md"):
+        if rel_path.lower().endswith(suffix):
+            return rel_path[: -len(suffix)]
+    return rel_path
+
+
+def _hash(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
+
+
+def split_front_matter(text: str) -> tuple[dict[str, Any], str, int, str | None]:
+    """Return (front matter, body, number of lines the front matter took, warning)."""
+    m = _FRONT_MATTER_RE.match(text)
+    if not m:
+        return {}, text, 0, None
+    raw = m.group(1) or ""
+    try:
+        data = yaml.safe_load(raw) if raw.strip() else {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 2})" if mark is not None else ""
+        return {}, text, 0, f"front matter is not valid YAML{where}; indexed as text"
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        return {}, text, 0, "front matter is not a mapping; indexed as text"
+    consumed = m.group(0)
+    return data, text[len(consumed) :], consumed.count("\n"), None
+
+
+def normalize_tag(tag: str) -> str:
+    return tag.strip().lstrip("#").strip().lower()
+
+
+def _front_matter_tags(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        items = re.split(r"[,\s]+", value)
+    elif isinstance(value, (list, tuple, set)):
+        items = [str(v) for v in value if v is not None and not isinstance(v, (dict, list))]
+    else:
+        items = [str(value)]
+    return [t for t in (normalize_tag(i) for i in items) if t]
+
+
+def _inline_text(token: Token) -> str:
+    """Plain text of an inline token (no code spans), for tags and wikilinks."""
+    parts: list[str] = []
+    for child in token.children or []:
+        if child.type == "text":
+            parts.append(child.content)
+        elif child.type in ("softbreak", "hardbreak"):
+            parts.append("\n")
+        elif child.type == "code_inline":
+            parts.append(" ")
+    return "".join(parts)
+
+
+def _heading_text(token: Token) -> str:
+    parts = []
+    for child in token.children or []:
+        if child.type in ("text", "code_inline", "html_inline"):
+            parts.append(child.content)
+        elif child.type in ("softbreak", "hardbreak"):
+            parts.append(" ")
+    return " ".join("".join(parts).split())
+
+
+def resolve_relative_link(href: str, source_path: str) -> tuple[str, str] | None:
+    """A markdown link href -> (workspace path, anchor); None for external or empty links."""
+    href = href.strip()
+    if not href or _SCHEME_RE.match(href) or href.startswith("//"):
+        return None
+    path, _, anchor = href.partition("#")
+    path = unquote(path.split("?", 1)[0])
+    if not path:
+        return (source_path, anchor)  # in-page anchor
+    if path.startswith("/"):
+        joined = posixpath.normpath(path.lstrip("/"))
+    else:
+        joined = posixpath.normpath(posixpath.join(posixpath.dirname(source_path), path))
+    if joined.startswith("../") or joined == "..":
+        return None  # points outside the workspace
+    return (joined, anchor)
+
+
+@dataclass
+class _Section:
+    heading: str
+    level: int
+    heading_path: tuple[str, ...]
+    slug: str
+    heading_line: int  # 0-based line of the heading in the body (-1 for the preamble)
+    body_start: int  # 0-based first line of the body
+    body_end: int  # 0-based exclusive
+    tags: list[str] = field(default_factory=list)
+
+
+def parse_document(
+    text: str,
+    file_path: str,
+    *,
+    doc: str | None = None,
+    max_tokens: int = 512,
+    min_overlap: int = 50,
+) -> ParsedDocument:
+    """Parse one markdown file. Never raises on content: bad parts become warnings."""
+    doc = doc if doc is not None else doc_id_for(file_path)
+    warnings: list[str] = []
+    front, body, offset, fm_warning = split_front_matter(text)
+    if fm_warning:
+        warnings.append(fm_warning)
+    lines = body.split("\n")
+    try:
+        tokens = _markdown().parse(body)
+    except Exception as exc:  # markdown-it is robust; this is a last resort
+        warnings.append(f"markdown could not be parsed ({exc}); indexed as plain text")
+        tokens = []
+
+    doc_tags: list[str] = _front_matter_tags(front.get("tags")) + _front_matter_tags(
+        front.get("tag")
+    )
+    links: list[Link] = []
+    sections: list[_Section] = []
+    stack: list[tuple[int, str]] = []
+    slug_counts: dict[str, int] = {}
+    first_h1: str | None = None
+    block_starts: list[int] = []
+    preamble_tags: list[str] = []
+
+    def add_section(heading: str, level: int, line: int, body_start: int) -> None:
+        nonlocal stack
+        stack = [(lvl, h) for (lvl, h) in stack if lvl < level]
+        stack.append((level, heading))
+        base = slugify(heading) or "section"
+        n = slug_counts.get(base, 0)
+        slug_counts[base] = n + 1
+        slug = base if n == 0 else f"{base}-{n}"
+        while slug == PREAMBLE_SLUG:
+            slug = f"{slug}-{n + 1}"
+        sections.append(
+            _Section(heading, level, tuple(h for _, h in stack), slug, line, body_start, len(lines))
+        )
+
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        if tok.level == 0 and tok.map is not None and tok.type not in ("heading_open",):
+            block_starts.append(tok.map[0])
+        if tok.type == "heading_open" and tok.level == 0 and tok.map is not None:
+            inline = tokens[i + 1] if i + 1 < len(tokens) else None
+            heading = _heading_text(inline) if inline is not None and inline.type == "inline" else ""
+            level = int(tok.tag[1:]) if tok.tag[1:].isdigit() else 1
+            if level == 1 and first_h1 is None and heading:
+                first_h1 = heading
+            if sections:
+                sections[-1].body_end = tok.map[0]
+            add_section(heading, level, tok.map[0], tok.map[1])
+            if inline is not None:
+                _collect_inline(inline, file_path, links, sections[-1].tags)
+            i += 3
+            continue
+        if tok.type == "inline":
+            _collect_inline(tok, file_path, links, sections[-1].tags if sections else preamble_tags)
+        i += 1
+
+    title_value = front.get("title")
+    if isinstance(title_value, (str, int, float)) and str(title_value).strip():
+        title = str(title_value).strip()
+    elif first_h1:
+        title = first_h1
+    else:
+        title = posixpath.basename(doc)
+
+    all_sections: list[_Section] = []
+    first_heading_line = sections[0].heading_line if sections else len(lines)
+    preamble_text = "\n".join(lines[:first_heading_line])
+    if preamble_text.strip():
+        all_sections.append(
+            _Section(title, 0, (), PREAMBLE_SLUG, -1, 0, first_heading_line, preamble_tags)
+        )
+    all_sections.extend(sections)
+    for s in all_sections:
+        for t in s.tags:
+            if t not in doc_tags:
+                doc_tags.append(t)
+    fm_tags = _front_matter_tags(front.get("tags")) + _front_matter_tags(front.get("tag"))
+
+    chunks: list[Chunk] = []
+    block_starts = sorted(set(block_starts))
+    for s in all_sections:
+        section_id = f"{doc}:{s.slug}"
+        tags = tuple(dict.fromkeys(fm_tags + s.tags))
+        pieces = _split_section(lines, s.body_start, s.body_end, block_starts, max_tokens, min_overlap)
+        for idx, (start, end) in enumerate(pieces):
+            content = "\n".join(lines[start:end]).strip("\n")
+            first = s.heading_line if (idx == 0 and s.heading_line >= 0) else start
+            last = max(end - 1, first)
+            # trim trailing blank lines from the span
+            while last > first and not lines[last].strip():
+                last -= 1
+            chunk_hash = _hash(f"{title}\x00{' > '.join(s.heading_path)}\x00{content}")
+            chunks.append(
+                Chunk(
+                    section_id=section_id,
+                    chunk_index=idx,
+                    doc=doc,
+                    file_path=file_path,
+                    title=title,
+                    heading=s.heading if s.level else "",
+                    heading_path=s.heading_path,
+                    level=s.level,
+                    line_start=first + offset + 1,
+                    line_end=last + offset + 1,
+                    content=content,
+                    tags=tags,
+                    content_hash=chunk_hash,
+                )
+            )
+    parent_value = front.get("parent")
+    parent = str(parent_value).strip() if isinstance(parent_value, (str, int, float)) else None
+    return ParsedDocument(
+        doc=doc,
+        file_path=file_path,
+        title=title,
+        tags=tuple(doc_tags),
+        links=tuple(dict.fromkeys(links)),
+        parent=parent or None,
+        chunks=chunks,
+        front_matter=front,
+        warnings=warnings,
+    )
+
+
+def _collect_inline(token: Token, file_path: str, links: list[Link], tags: list[str]) -> None:
+    text = _inline_text(token)
+    for m in _TAG_RE.finditer(text):
+        tag = normalize_tag(m.group(1))
+        if tag and tag not in tags:
+            tags.append(tag)
+    for m in _WIKILINK_RE.finditer(text):
+        target = m.group(1).strip()
+        if target:
+            links.append(
+                Link(target, "wikilink", (m.group(2) or "").lstrip("#"), (m.group(3) or "").strip())
+            )
+    children = token.children or []
+    for j, child in enumerate(children):
+        if child.type == "link_open":
+            href = str(child.attrs.get("href", ""))
+            resolved = resolve_relative_link(href, file_path)
+            if resolved is None:
+                continue
+            path, anchor = resolved
+            label = children[j + 1].content if j + 1 < len(children) else ""
+            links.append(Link(path, "markdown", anchor, label))
+
+
+def _split_section(
+    lines: list[str],
+    start: int,
+    end: int,
+    block_starts: list[int],
+    max_tokens: int,
+    min_overlap: int,
+) -> list[tuple[int, int]]:
+    """Line ranges of the chunks of one section body [start, end)."""
+    total = count_tokens("\n".join(lines[start:end]))
+    if total <= max_tokens or end - start <= 1:
+        return [(start, end)]
+    # Units: block-level ranges; a unit bigger than max_tokens is cut into line groups.
+    cuts = [start] + [b for b in block_starts if start < b < end] + [end]
+    units: list[tuple[int, int, int]] = []
+    for a, b in zip(cuts, cuts[1:], strict=False):
+        size = count_tokens("\n".join(lines[a:b]))
+        if size <= max_tokens or b - a <= 1:
+            units.append((a, b, size))
+            continue
+        group_start, group_size = a, 0
+        for ln in range(a, b):
+            n = count_tokens(lines[ln])
+            if group_size and group_size + n > max_tokens:
+                units.append((group_start, ln, group_size))
+                group_start, group_size = ln, 0
+            group_size += n
+        units.append((group_start, b, group_size))
+    overlap_target = max(min_overlap, max_tokens // 10)
+    pieces: list[tuple[int, int]] = []
+    i = 0
+    while i < len(units):
+        j, size = i, 0
+        while j < len(units) and (j == i or size + units[j][2] <= max_tokens):
+            size += units[j][2]
+            j += 1
+        pieces.append((units[i][0], units[j - 1][1]))
+        if j >= len(units):
+            break
+        # next chunk starts with trailing units of this one worth >= overlap_target tokens
+        k, back = j, 0
+        while k - 1 > i and back < overlap_target and back + units[k - 1][2] <= max_tokens // 2:
+            k -= 1
+            back += units[k][2]
+        if back < overlap_target and k == j:
+            # no whole unit fits as overlap: overlap by trailing lines of the last unit
+            ln_start, ln_end = units[j - 1][0], units[j - 1][1]
+            ln, back = ln_end, 0
+            while ln - 1 > ln_start and back < overlap_target:
+                ln -= 1
+                back += count_tokens(lines[ln])
+            if back and back <= max_tokens // 2:
+                units[j] = (ln, units[j][1], units[j][2] + back) if ln < units[j][0] else units[j]
+            i = j
+        else:
+            i = k
+    return pieces

@@ -1,0 +1,106 @@
+"""Embedders: the protocol the indexer and search use, and the model2vec implementation."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from tui_search.core.errors import ModelError
+
+#: The model shipped inside the package (built by scripts/build_model.py).
+DEFAULT_MODEL_DIR = Path(__file__).resolve().parent.parent / "models" / "default"
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    @property
+    def dim(self) -> int: ...
+
+    @property
+    def fingerprint(self) -> str:
+        """Changes whenever vectors made by this embedder stop being comparable."""
+        ...
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """float32 array (len(texts), dim), rows L2-normalised (zero rows stay zero)."""
+        ...
+
+
+def normalize_rows(vectors: np.ndarray) -> np.ndarray:
+    vectors = np.asarray(vectors, dtype=np.float32)
+    if vectors.ndim == 1:
+        vectors = vectors[None, :]
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return vectors / norms
+
+
+def _dir_fingerprint(path: Path) -> str:
+    h = hashlib.sha256()
+    for name in sorted(os.listdir(path)):
+        p = path / name
+        if p.is_file():
+            st = p.stat()
+            h.update(f"{name}:{st.st_size}".encode())
+            if p.suffix == ".json" or st.st_size < 1_000_000:
+                h.update(p.read_bytes())
+            else:
+                with open(p, "rb") as fh:
+                    h.update(fh.read(65536))
+    return h.hexdigest()[:16]
+
+
+class Model2VecEmbedder:
+    """A model2vec ``StaticModel``. Loads the shipped model unless told otherwise."""
+
+    def __init__(self, model: str | os.PathLike[str] | None = None, *, batch_size: int = 1024) -> None:
+        self.batch_size = batch_size
+        self._lock = threading.Lock()
+        source = Path(model).expanduser() if model is not None else DEFAULT_MODEL_DIR
+        try:
+            from model2vec import StaticModel
+        except ImportError as exc:  # pragma: no cover - a packaging error
+            raise ModelError(f"model2vec is not installed: {exc}") from exc
+        import logging
+
+        for name in ("model2vec", "huggingface_hub"):
+            logging.getLogger(name).setLevel(logging.ERROR)
+        if source.exists():
+            if not (source / "config.json").is_file():
+                raise ModelError(f"{source} is not a model2vec model folder (no config.json)")
+            self.name = str(source)
+            self._fingerprint = _dir_fingerprint(source)
+        elif model is None:
+            raise ModelError(
+                f"the shipped embedding model is missing from {source}; "
+                "reinstall tui-search or rebuild it with scripts/build_model.py"
+            )
+        else:
+            self.name = str(model)  # a hub id, only when the user asks for one
+            self._fingerprint = hashlib.sha256(self.name.encode()).hexdigest()[:16]
+        try:
+            self._model = StaticModel.from_pretrained(str(source) if source.exists() else str(model))
+        except Exception as exc:
+            raise ModelError(f"cannot load model2vec model {self.name!r}: {exc}") from exc
+        probe = self._model.encode(["probe"])
+        self._dim = int(np.asarray(probe).shape[-1])
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    @property
+    def fingerprint(self) -> str:
+        return self._fingerprint
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self._dim), dtype=np.float32)
+        with self._lock:
+            vectors = self._model.encode(list(texts), batch_size=self.batch_size, show_progress_bar=False)
+        return normalize_rows(vectors)

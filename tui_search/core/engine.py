@@ -1,0 +1,431 @@
+"""The facade: the only thing the app, the CLI and the evaluation harness call."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from whoosh import query as Q
+
+from tui_search.config import Settings
+from tui_search.core.embedding import Embedder, Model2VecEmbedder
+from tui_search.core.errors import IndexBusyError, QueryError, TuiSearchError
+from tui_search.core.indexer import Indexer, ProgressCallback, SyncReport
+from tui_search.core.lexical import (
+    LexicalParams,
+    analyze,
+    identifiers_in,
+    plain_query,
+    text_analyzer,
+)
+from tui_search.core.ranking import FusionParams, Scored, apply_exact_boost, finalize, fuse
+from tui_search.core.results import DocumentGroup, Hit, IndexStats, SearchResults, Snippet
+from tui_search.core.store import ChunkRecord, FileRecord, vector_key
+from tui_search.core.workspace import Workspace
+
+MODES = ("hybrid", "keyword", "semantic")
+
+
+@dataclass
+class QueryPlan:
+    """What a query asks for, compiled for both arms. Built by the query language."""
+
+    text: str
+    keyword_query: Q.Query | None = None
+    semantic_text: str | None = None
+    #: Chunks must match this (applies to every arm).
+    filter_query: Q.Query | None = None
+    #: Chunks matching this are excluded (applies to every arm).
+    mask_query: Q.Query | None = None
+    #: Restrict to these chunk keys (graph / similarity operators), applies to every arm.
+    allowed_keys: set[str] | None = None
+    #: Precomputed ranking that replaces the arms (e.g. ``related:``): key -> score 0-1.
+    fixed_ranking: list[tuple[str, float]] | None = None
+    #: Extra semantic query vector (``like:DOC``).
+    semantic_vector: np.ndarray | None = None
+    identifiers: list[str] = field(default_factory=list)
+    highlight_terms: set[str] = field(default_factory=set)
+    mode: str | None = None
+    weights: tuple[float, float] | None = None
+    explain: bool = False
+    #: Keyword results must satisfy the expression exactly (boolean queries).
+    strict: bool = False
+    warnings: list[str] = field(default_factory=list)
+
+
+def plan_plain(text: str, params: LexicalParams) -> QueryPlan:
+    terms = analyze(text)
+    return QueryPlan(
+        text=text,
+        keyword_query=plain_query(text, params),
+        semantic_text=text if text.strip() else None,
+        identifiers=identifiers_in(text),
+        highlight_terms=set(terms),
+    )
+
+
+def encode_token(query_id: str, offset: int) -> str:
+    raw = json.dumps({"q": query_id, "o": offset}, separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_token(token: str, query_id: str) -> int:
+    try:
+        padded = token + "=" * (-len(token) % 4)
+        data = json.loads(base64.urlsafe_b64decode(padded.encode()))
+        offset = int(data["o"])
+        qid = str(data["q"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise QueryError("the continuation token is not valid") from exc
+    if qid != query_id or offset < 0:
+        raise QueryError("the continuation token belongs to a different query or mode")
+    return offset
+
+
+class SearchEngine:
+    """Open a workspace's index, keep it in sync, and search it."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        embedder: Embedder | None = None,
+        lexical_params: LexicalParams | None = None,
+        fusion_params: FusionParams | None = None,
+    ) -> None:
+        self.settings = settings
+        self.lexical_params = lexical_params or LexicalParams()
+        self.fusion = fusion_params or FusionParams(keyword_weight=settings.keyword_weight)
+        index_dir = settings.resolved_index_dir
+        self.workspace = Workspace(settings.workspace, extra_ignored=(index_dir,))
+        self.embedder = embedder if embedder is not None else Model2VecEmbedder(settings.model)
+        self.indexer = Indexer(
+            self.workspace,
+            index_dir,
+            self.embedder,
+            max_tokens=settings.max_chunk_tokens,
+            min_overlap=settings.min_overlap_tokens,
+            max_file_bytes=settings.max_file_bytes,
+            lexical_params=self.lexical_params,
+        )
+        self.indexer.check_consistency()
+        self._query_cache: dict[str, np.ndarray] = {}
+        self._cache_lock = threading.Lock()
+        self._graph_cache: Any = None
+        self._graph_stamp: Any = None
+
+    # -- index lifecycle ----------------------------------------------------------------
+    @property
+    def index_dir(self) -> str:
+        return str(self.indexer.index_dir)
+
+    def sync(self, progress: ProgressCallback | None = None, *, rebuild: bool = False) -> SyncReport:
+        return self.indexer.sync(progress, rebuild=rebuild)
+
+    def try_sync(self, progress: ProgressCallback | None = None) -> tuple[SyncReport | None, str | None]:
+        """Sync unless another process is writing; then say so and use the index as it is."""
+        try:
+            return self.indexer.sync(progress), None
+        except IndexBusyError as exc:
+            return None, str(exc)
+
+    def apply_paths(self, paths: Iterable[str], progress: ProgressCallback | None = None) -> SyncReport:
+        return self.indexer.apply_paths(paths, progress)
+
+    def stats(self) -> IndexStats:
+        docs, chunks = self.indexer.store.counts()
+        return IndexStats(
+            documents=docs,
+            chunks=chunks,
+            skipped=tuple(self.indexer.store.skipped()),
+            index_dir=self.index_dir,
+            model=getattr(self.embedder, "name", type(self.embedder).__name__),
+        )
+
+    def close(self) -> None:
+        self.indexer.close()
+
+    def __enter__(self) -> SearchEngine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- documents ----------------------------------------------------------------------
+    def files(self) -> dict[str, FileRecord]:
+        return self.indexer.store.files()
+
+    def file(self, file_path: str) -> FileRecord | None:
+        return self.indexer.store.file(file_path)
+
+    def sections(self, file_path: str) -> list[ChunkRecord]:
+        return self.indexer.store.chunks_for_path(file_path)
+
+    def read_document(self, file_path: str) -> str:
+        """The current text of a workspace file (for the preview)."""
+        from tui_search.core.workspace import read_file
+
+        info = self.workspace.stat(file_path)
+        if info is None:
+            raise TuiSearchError(f"{file_path} is no longer in the workspace")
+        try:
+            return read_file(info, self.settings.max_file_bytes).text
+        except (OSError, ValueError) as exc:
+            raise TuiSearchError(f"cannot read {file_path}: {exc}") from exc
+
+    # -- search -------------------------------------------------------------------------
+    def plan(self, query: str) -> QueryPlan:
+        """Compile a query string (query language) into a plan for both arms."""
+        from tui_search.core.query import compile_query
+
+        return compile_query(query, self)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        with self._cache_lock:
+            cached = self._query_cache.get(text)
+        if cached is not None:
+            return cached
+        vec = self.embedder.encode([text])[0]
+        with self._cache_lock:
+            if len(self._query_cache) > 512:
+                self._query_cache.clear()
+            self._query_cache[text] = vec
+        return vec
+
+    def search(
+        self,
+        query: str | QueryPlan,
+        *,
+        mode: str = "hybrid",
+        limit: int = 10,
+        offset: int = 0,
+        continuation: str | None = None,
+        group: bool = False,
+        explain: bool = False,
+        snippet_chars: int | None = None,
+    ) -> SearchResults:
+        started = time.perf_counter()
+        plan = self.plan(query) if isinstance(query, str) else query
+        mode = plan.mode or mode
+        if mode not in MODES:
+            raise QueryError(f"unknown mode {mode!r}; use one of {', '.join(MODES)}")
+        if limit < 1:
+            raise QueryError("--limit must be at least 1")
+        explain = explain or plan.explain
+        query_id = hashlib.sha1(f"{plan.text}\x00{mode}\x00{group}".encode()).hexdigest()[:12]
+        if continuation:
+            offset = decode_token(continuation, query_id)
+
+        ranked, weights = self.rank(plan, mode)
+        records = self.indexer.store.chunks_by_keys(s.key for s in ranked)
+        ranked = [s for s in ranked if s.key in records]
+        chars = snippet_chars or self.settings.snippet_chars
+        fusion_name = (
+            "fixed" if plan.fixed_ranking is not None else f"convex(min-max), exact x{self.fusion.exact_boost}"
+        )
+
+        def to_hit(s: Scored) -> Hit:
+            r = records[s.key]
+            scores: dict[str, Any] = {
+                "keyword": round(s.keyword, 4),
+                "semantic": round(s.semantic, 4),
+                "boost": round(s.boost, 4),
+            }
+            if explain:
+                scores = s.explain(weights, fusion_name)
+            return Hit(
+                section_id=r.section_id,
+                chunk_index=r.chunk_index,
+                file_path=r.file_path,
+                title=r.title,
+                heading=r.heading,
+                heading_path=r.heading_path,
+                line_start=r.line_start,
+                line_end=r.line_end,
+                relevance_score=s.score,
+                content=r.content,
+                snippet=make_snippet(r.content, plan.highlight_terms, plan.identifiers, chars),
+                tags=r.tags,
+                scores=scores,
+            )
+
+        files_covered = len({records[s.key].file_path for s in ranked})
+        if group:
+            by_file: dict[str, list[Scored]] = {}
+            for s in ranked:
+                by_file.setdefault(records[s.key].file_path, []).append(s)
+            groups_all = list(by_file.items())  # already best-first (insertion order)
+            page = groups_all[offset : offset + limit]
+            documents = tuple(
+                DocumentGroup(
+                    file_path=path,
+                    title=records[items[0].key].title,
+                    best_score=items[0].score,
+                    match_count=len(items),
+                    passages=tuple(to_hit(s) for s in items[: self.settings.passages_per_document]),
+                )
+                for path, items in page
+            )
+            total = len(groups_all)
+            hits: tuple[Hit, ...] = ()
+        else:
+            page_scored = ranked[offset : offset + limit]
+            hits = tuple(to_hit(s) for s in page_scored)
+            documents = None
+            total = len(ranked)
+        has_more = offset + limit < total
+        return SearchResults(
+            query=plan.text,
+            mode=mode,
+            took_ms=(time.perf_counter() - started) * 1000,
+            total_results=len(ranked),
+            files_covered=files_covered,
+            hits=hits,
+            documents=documents,
+            has_more=has_more,
+            next_token=encode_token(query_id, offset + limit) if has_more else None,
+            warnings=tuple(plan.warnings),
+            terms=tuple(sorted(plan.highlight_terms)),
+            weights=weights,
+        )
+
+    def rank(self, plan: QueryPlan, mode: str) -> tuple[list[Scored], tuple[float, float]]:
+        """Every result of a plan, best first, scores 0-1."""
+        depth = self.settings.candidate_depth
+        allowed = self._allowed_keys(plan)
+        if plan.fixed_ranking is not None:
+            ranked = [
+                Scored(key=k, score=s) for k, s in plan.fixed_ranking if allowed is None or k in allowed
+            ]
+            return ranked, (1.0, 0.0)
+        keyword: list[tuple[str, float]] = []
+        if mode != "semantic" and plan.keyword_query is not None:
+            keyword = self._keyword_arm(plan, depth, allowed)
+        semantic: list[tuple[str, float]] = []
+        qvec: np.ndarray | None = None
+        if mode != "keyword" and (plan.semantic_text or plan.semantic_vector is not None):
+            qvec = plan.semantic_vector if plan.semantic_vector is not None else self.embed_query(plan.semantic_text or "")
+            semantic = self._semantic_arm(qvec, depth, allowed)
+        lookup: dict[str, float] = {}
+        if qvec is not None and keyword:
+            sem_keys = {k for k, _ in semantic}
+            missing = [k for k, _ in keyword if k not in sem_keys]
+            if missing:
+                vecs = self.indexer.store.vectors_for(vector_key(k) for k in missing)
+                for k in missing:
+                    v = vecs.get(vector_key(k))
+                    if v is not None:
+                        lookup[k] = float(np.dot(v, qvec))
+        scored, weights = fuse(
+            keyword, semantic, mode=mode, params=self.fusion, semantic_lookup=lookup, weights=plan.weights
+        )
+        if plan.identifiers and scored:
+            texts = {
+                k: r.content + "\n" + r.heading
+                for k, r in self.indexer.store.chunks_by_keys(s.key for s in scored).items()
+            }
+            apply_exact_boost(scored, texts, plan.identifiers, self.fusion.exact_boost)
+        return finalize(scored), weights
+
+    def _allowed_keys(self, plan: QueryPlan) -> set[str] | None:
+        allowed = plan.allowed_keys
+        if plan.filter_query is not None or plan.mask_query is not None:
+            lex = self.indexer.lexical
+            base: Q.Query = plan.filter_query if plan.filter_query is not None else Q.Every()
+            keys = set(lex.matching_keys(base))
+            if plan.mask_query is not None:
+                keys -= set(lex.matching_keys(plan.mask_query))
+            allowed = keys if allowed is None else allowed & keys
+        return allowed
+
+    def _keyword_arm(self, plan: QueryPlan, depth: int, allowed: set[str] | None) -> list[tuple[str, float]]:
+        assert plan.keyword_query is not None
+        lex = self.indexer.lexical
+        limit = depth if not plan.strict else None
+        hits = lex.search(plan.keyword_query, limit or 10**9, filter_query=plan.filter_query, mask_query=plan.mask_query)
+        if allowed is not None:
+            hits = [(k, s) for k, s in hits if k in allowed]
+        return hits
+
+    def _semantic_arm(self, qvec: np.ndarray, depth: int, allowed: set[str] | None) -> list[tuple[str, float]]:
+        vi = self.indexer.vectors
+        vi.refresh()
+        store = self.indexer.store
+        if allowed is not None and len(allowed) <= 20000:
+            # exact search over the allowed subset: filters hold on the vector side too
+            vkeys = {vector_key(k): k for k in allowed}
+            vecs = store.vectors_for(vkeys)
+            if not vecs:
+                return []
+            keys = list(vecs)
+            sims = np.stack([vecs[k] for k in keys]) @ qvec
+            order = np.argsort(-sims)[:depth]
+            return [(vkeys[keys[i]], float(sims[i])) for i in order]
+        k = depth * (4 if allowed is not None else 1)
+        found = vi.search(qvec, k)
+        recs = store.chunks_by_vkeys(v for v, _ in found)
+        out = []
+        for v, sim in found:
+            rec = recs.get(v)
+            if rec is None or (allowed is not None and rec.key not in allowed):
+                continue  # stale vector (a crash left it) or filtered out
+            out.append((rec.key, sim))
+        return out[:depth]
+
+    # -- link graph hooks (used by the query language) -----------------------------------
+    def graph(self) -> Any:
+        from tui_search.core.graph import LinkGraph
+
+        stamp = self.indexer.store.execute(
+            "SELECT count(*), coalesce(sum(mtime_ns), 0), coalesce(group_concat(hash), '') FROM files"
+        ).fetchone()
+        if self._graph_cache is None or stamp != self._graph_stamp:
+            self._graph_cache = LinkGraph.from_files(self.indexer.store.files())
+            self._graph_stamp = stamp
+        return self._graph_cache
+
+
+_WORD_RE = re.compile(r"\w+(?:[.:]\w+)*")
+
+
+def make_snippet(content: str, terms: set[str], identifiers: list[str], chars: int) -> Snippet:
+    """A window of ``chars`` characters centred on the first match, matches as spans."""
+    text = content
+    spans: list[tuple[int, int]] = []
+    if terms or identifiers:
+        analyzer = text_analyzer()
+        for m in _WORD_RE.finditer(text):
+            word = m.group(0)
+            if word in identifiers:
+                spans.append((m.start(), m.end()))
+                continue
+            stems = {t.text for t in analyzer(word, mode="query")}
+            if stems & terms:
+                spans.append((m.start(), m.end()))
+    if not text:
+        return Snippet("", ())
+    first = spans[0][0] if spans else 0
+    start = max(0, first - chars // 3)
+    if start > 0:
+        space = text.rfind(" ", 0, start)
+        nl = text.rfind("\n", 0, start)
+        start = max(space, nl) + 1 if max(space, nl) >= 0 and start - max(space, nl) < 20 else start
+    end = min(len(text), start + chars)
+    if end < len(text):
+        space = text.rfind(" ", start + chars // 2, end)
+        end = space if space > 0 else end
+    window = text[start:end]
+    prefix = "…" if start > 0 else ""
+    suffix = "…" if end < len(text) else ""
+    cleaned = "".join(" " if ch in "\n\r\t" else ch for ch in window)
+    shift = len(prefix) - start
+    kept = tuple((s + shift, e + shift) for s, e in spans if s >= start and e <= end)
+    return Snippet(prefix + cleaned + suffix, kept)

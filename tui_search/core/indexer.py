@@ -1,0 +1,492 @@
+"""The single writer: applies workspace changes to the manifest, Whoosh and usearch.
+
+Order of a write (so that a run killed anywhere leaves something the next run repairs):
+1. the manifest records the paths in flight (``dirty``);
+2. Whoosh: delete those paths, add their new chunks, commit;
+3. usearch: remove old vectors, add new ones, save atomically;
+4. the manifest gets the new rows and forgets ``dirty`` in one transaction.
+On open, dirty paths are re-done, and an index whose counts disagree with the manifest is
+rebuilt from it (vectors come from the manifest, nothing is re-embedded).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from tui_search.core.chunking import Chunk, doc_id_for, parse_document
+from tui_search.core.embedding import Embedder
+from tui_search.core.errors import IndexBusyError, IndexError_
+from tui_search.core.lexical import LexicalIndex, LexicalParams
+from tui_search.core.store import ChunkRecord, FileRecord, Store, vector_key
+from tui_search.core.vectors import VectorIndex
+from tui_search.core.workspace import FileInfo, Skipped, Workspace, read_file
+
+ProgressCallback = Callable[["Progress"], None]
+EMBED_BATCH = 2048
+
+
+@dataclass(frozen=True)
+class Progress:
+    stage: str  # "scan" | "parse" | "embed" | "write" | "done"
+    done: int
+    total: int
+    message: str = ""
+
+
+@dataclass
+class SyncReport:
+    documents: int = 0
+    chunks: int = 0
+    embedded: int = 0
+    removed: int = 0
+    changed_files: list[str] = field(default_factory=list)
+    removed_files: list[str] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+    repaired: list[str] = field(default_factory=list)
+    took_ms: float = 0.0
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "documents": self.documents,
+            "chunks": self.chunks,
+            "embedded": self.embedded,
+            "removed": self.removed,
+            "skipped": [{"path": s.path, "reason": s.reason} for s in self.skipped],
+            "took_ms": round(self.took_ms, 1),
+        }
+
+
+def chunk_record(c: Chunk) -> ChunkRecord:
+    return ChunkRecord(
+        key=c.key,
+        vkey=vector_key(c.key),
+        section_id=c.section_id,
+        chunk_index=c.chunk_index,
+        doc=c.doc,
+        file_path=c.file_path,
+        title=c.title,
+        heading=c.heading,
+        heading_path=c.heading_path,
+        level=c.level,
+        line_start=c.line_start,
+        line_end=c.line_end,
+        content=c.content,
+        tags=c.tags,
+        content_hash=c.content_hash,
+    )
+
+
+class WriterLock:
+    """An exclusive, process-wide lock on the index directory, held only while writing."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    @contextlib.contextmanager
+    def hold(self, timeout: float = 60.0) -> Iterator[None]:
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            deadline = time.monotonic() + timeout
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        raise IndexBusyError(
+                            "another tui-search process is updating this index; try again shortly"
+                        ) from None
+                    time.sleep(0.05)
+            os.ftruncate(fd, 0)
+            os.write(fd, str(os.getpid()).encode())
+            try:
+                yield
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
+
+class Indexer:
+    def __init__(
+        self,
+        workspace: Workspace,
+        index_dir: Path,
+        embedder: Embedder,
+        *,
+        max_tokens: int = 512,
+        min_overlap: int = 50,
+        max_file_bytes: int = 20 * 1024 * 1024,
+        lexical_params: LexicalParams | None = None,
+    ) -> None:
+        self.workspace = workspace
+        self.index_dir = index_dir
+        self.embedder = embedder
+        self.max_tokens = max_tokens
+        self.min_overlap = min_overlap
+        self.max_file_bytes = max_file_bytes
+        self.repaired: list[str] = []
+        try:
+            index_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise IndexError_(f"cannot create the index folder {index_dir}: {exc.strerror or exc}") from exc
+        self.lock = WriterLock(index_dir / "writer.lock")
+        self.store = self._open_store()
+        self.lexical = self._open_lexical(lexical_params)
+        self.vectors = self._open_vectors()
+
+    # -- opening and repair -------------------------------------------------------------
+    def _open_store(self) -> Store:
+        path = self.index_dir / "manifest.sqlite"
+        try:
+            return Store(path)
+        except sqlite3.DatabaseError as exc:
+            with self.lock.hold():
+                for suffix in ("", "-wal", "-shm"):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.remove(str(path) + suffix)
+                self.repaired.append(f"manifest was unreadable ({exc}); rebuilt from the workspace")
+                return Store(path)
+
+    def _open_lexical(self, params: LexicalParams | None) -> LexicalIndex:
+        directory = self.index_dir / "whoosh"
+        try:
+            return LexicalIndex(directory, params)
+        except IndexError_ as exc:
+            self.repaired.append(f"{exc}; rebuilt from the manifest")
+            with self.lock.hold():
+                lex = LexicalIndex.recreate(directory, params)
+                lex.write([], self.store.iter_chunks())
+            return lex
+
+    def _open_vectors(self) -> VectorIndex:
+        path = self.index_dir / "vectors.usearch"
+        fingerprint = self.store.get_meta("model")
+        if fingerprint is not None and fingerprint != self.embedder.fingerprint:
+            # a different model: every vector must be made again
+            with self.lock.hold(), self.store.transaction() as conn:
+                conn.execute("UPDATE chunks SET vector = NULL")
+                conn.execute("INSERT OR REPLACE INTO meta VALUES ('model', ?)", (self.embedder.fingerprint,))
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+            self.repaired.append("the embedding model changed; all chunks will be embedded again")
+        elif fingerprint is None:
+            self.store.set_meta("model", self.embedder.fingerprint)
+        try:
+            return VectorIndex(path, self.embedder.dim)
+        except IndexError_ as exc:
+            self.repaired.append(f"{exc}; rebuilt from the manifest")
+            vi = VectorIndex.__new__(VectorIndex)
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+            vi = VectorIndex(path, self.embedder.dim)
+            self._rebuild_vectors(vi)
+            return vi
+
+    def _rebuild_vectors(self, vi: VectorIndex) -> None:
+        with self.lock.hold():
+            vi.clear()
+            for keys, vecs in self.store.iter_vectors():
+                vi.index.add(keys, vecs)
+            vi.save()
+
+    def check_consistency(self) -> None:
+        """Repair after a crash: redo dirty paths' state, rebuild a derived index that drifted."""
+        _, chunks = self.store.counts()
+        try:
+            lexical_count = self.lexical.doc_count()
+        except Exception:  # noqa: BLE001 - any failure means rebuild
+            lexical_count = -1
+        if lexical_count != chunks and not self.store.get_meta("dirty"):
+            self.repaired.append(
+                f"full-text index had {lexical_count} chunks, manifest {chunks}; rebuilt from the manifest"
+            )
+            with self.lock.hold():
+                self.lexical.close()
+                self.lexical = LexicalIndex.recreate(self.lexical.directory, self.lexical.params)
+                self.lexical.write([], self.store.iter_chunks())
+        with_vectors = self.store.execute(
+            "SELECT count(*) FROM chunks WHERE vector IS NOT NULL"
+        ).fetchone()[0]
+        if len(self.vectors) < with_vectors and not self.store.get_meta("dirty"):
+            self.repaired.append(
+                f"vector index had {len(self.vectors)} vectors, manifest {with_vectors}; rebuilt from the manifest"
+            )
+            self._rebuild_vectors(self.vectors)
+
+    # -- change detection ---------------------------------------------------------------
+    def _doc_for(self, rel_path: str, exists: Callable[[str], bool]) -> str:
+        """``a.md`` -> ``a``; a second file that would also be ``a`` keeps its extension."""
+        doc = doc_id_for(rel_path)
+        if rel_path.endswith(".md"):
+            return doc
+        if exists(doc + ".md"):
+            return rel_path
+        return doc
+
+    def sync(self, progress: ProgressCallback | None = None, *, rebuild: bool = False) -> SyncReport:
+        """Bring the index in line with the whole workspace (incremental unless ``rebuild``)."""
+        started = time.perf_counter()
+        report = SyncReport(repaired=list(self.repaired))
+        self.repaired.clear()
+        with self.lock.hold():
+            self._refresh_from_disk()
+            if rebuild:
+                self._wipe()
+            dirty = set(json.loads(self.store.get_meta("dirty") or "[]"))
+            emit = progress or (lambda p: None)
+            emit(Progress("scan", 0, 0, "scanning workspace"))
+            skipped: list[Skipped] = []
+            discovered = {f.rel_path: f for f in self.workspace.discover(skipped)}
+            known = self.store.files()
+            to_check = [
+                f
+                for p, f in discovered.items()
+                if p in dirty
+                or p not in known
+                or known[p].size != f.size
+                or known[p].mtime_ns != f.mtime_ns
+            ]
+            removed = [p for p in known if p not in discovered]
+            self._apply(
+                to_check, removed, discovered.__contains__, known, skipped, report, emit, force=dirty
+            )
+            with self.store.transaction() as conn:
+                self.store.set_skipped(conn, [(s.path, s.reason) for s in skipped])
+        report.skipped = skipped
+        report.documents, report.chunks = self.store.counts()
+        report.took_ms = (time.perf_counter() - started) * 1000
+        if progress:
+            progress(Progress("done", report.chunks, report.chunks))
+        return report
+
+    def apply_paths(self, paths: Iterable[str], progress: ProgressCallback | None = None) -> SyncReport:
+        """Apply a batch of changed paths (from the watcher): each is re-read or removed."""
+        started = time.perf_counter()
+        report = SyncReport()
+        with self.lock.hold():
+            self._refresh_from_disk()
+            known = self.store.files()
+            to_check: list[FileInfo] = []
+            removed: list[str] = []
+            skipped: list[Skipped] = []
+            for rel in dict.fromkeys(paths):
+                info = self.workspace.stat(rel) if self.workspace.wants(rel) else None
+                if info is None:
+                    if rel in known:
+                        removed.append(rel)
+                    # a folder: everything known below it that no longer exists
+                    prefix = rel.rstrip("/") + "/"
+                    for k in known:
+                        if k.startswith(prefix) and self.workspace.stat(k) is None:
+                            removed.append(k)
+                    continue
+                old = known.get(rel)
+                if old is None or old.size != info.size or old.mtime_ns != info.mtime_ns:
+                    to_check.append(info)
+
+            def exists(p: str) -> bool:
+                return (self.workspace.root / p).is_file()
+
+            self._apply(to_check, list(dict.fromkeys(removed)), exists, known, skipped, report, progress or (lambda p: None))
+            if skipped or removed:
+                with self.store.transaction() as conn:
+                    for s in skipped:
+                        conn.execute("INSERT OR REPLACE INTO skipped VALUES (?, ?)", (s.path, s.reason))
+                    for p in removed:
+                        conn.execute("DELETE FROM skipped WHERE path = ?", (p,))
+        report.skipped = skipped
+        report.documents, report.chunks = self.store.counts()
+        report.took_ms = (time.perf_counter() - started) * 1000
+        return report
+
+    # -- the write ----------------------------------------------------------------------
+    def _refresh_from_disk(self) -> None:
+        """Another process may have written since we loaded: start from what is on disk."""
+        self.vectors.refresh()
+
+    def _wipe(self) -> None:
+        with self.store.transaction() as conn:
+            conn.execute("DELETE FROM chunks")
+            conn.execute("DELETE FROM files")
+            conn.execute("DELETE FROM meta WHERE key = 'dirty'")
+        self.lexical.close()
+        self.lexical = LexicalIndex.recreate(self.lexical.directory, self.lexical.params)
+        self.vectors.clear()
+        self.vectors.save()
+
+    def _apply(
+        self,
+        to_check: list[FileInfo],
+        removed: list[str],
+        exists: Callable[[str], bool],
+        known: dict[str, FileRecord],
+        skipped: list[Skipped],
+        report: SyncReport,
+        emit: ProgressCallback,
+        force: set[str] | None = None,
+    ) -> None:
+        parsed: list[tuple[FileRecord, list[Chunk]]] = []
+        touched: list[FileRecord] = []
+        total = len(to_check)
+        for i, info in enumerate(to_check):
+            if i % 50 == 0:
+                emit(Progress("parse", i, total, info.rel_path))
+            try:
+                result = read_file(info, self.max_file_bytes)
+            except FileNotFoundError:
+                if info.rel_path in known:
+                    removed.append(info.rel_path)
+                continue  # vanished mid-read: the watcher reports the delete
+            except (OSError, ValueError) as exc:
+                reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+                skipped.append(Skipped(info.rel_path, reason))
+                continue
+            old = known.get(info.rel_path)
+            doc = self._doc_for(info.rel_path, exists)
+            unchanged = old is not None and old.hash == result.raw_hash and old.doc == doc
+            if unchanged and old is not None and info.rel_path not in (force or ()):
+                touched.append(
+                    FileRecord(**{**old.__dict__, "size": info.size, "mtime_ns": info.mtime_ns})
+                )
+                continue
+            parsed_doc = parse_document(
+                result.text,
+                info.rel_path,
+                doc=doc,
+                max_tokens=self.max_tokens,
+                min_overlap=self.min_overlap,
+            )
+            warnings = list(parsed_doc.warnings)
+            if result.encoding != "utf-8":
+                warnings.append(f"not valid UTF-8; decoded as {result.encoding}")
+            for w in warnings:
+                skipped.append(Skipped(info.rel_path, f"indexed with a warning: {w}"))
+            record = FileRecord(
+                path=info.rel_path,
+                doc=doc,
+                size=info.size,
+                mtime_ns=info.mtime_ns,
+                hash=result.raw_hash,
+                title=parsed_doc.title,
+                tags=parsed_doc.tags,
+                links=parsed_doc.links,
+                parent=parsed_doc.parent,
+                encoding=result.encoding,
+                warnings=tuple(warnings),
+            )
+            parsed.append((record, parsed_doc.chunks))
+        emit(Progress("parse", total, total))
+
+        if touched and not parsed and not removed:
+            with self.store.transaction() as conn:
+                for rec in touched:
+                    conn.execute(
+                        "UPDATE files SET size = ?, mtime_ns = ? WHERE path = ?",
+                        (rec.size, rec.mtime_ns, rec.path),
+                    )
+        if not parsed and not removed and not self._missing_vectors():
+            return
+
+        changed_paths = [rec.path for rec, _ in parsed]
+        in_flight = changed_paths + removed
+        self.store.set_meta("dirty", json.dumps(in_flight))
+
+        # Which chunks need a new vector? Reuse any stored vector with the same content hash
+        # (unchanged sections, renamed or moved files, duplicated text).
+        old_vkeys: list[int] = []
+        for path in in_flight:
+            old_vkeys.extend(v for _, v in self.store.chunk_hashes(path).values())
+        new_chunks: list[Chunk] = [c for _, chunks in parsed for c in chunks]
+        reuse = self._vectors_by_hash({c.content_hash for c in new_chunks})
+        to_embed = [c for c in new_chunks if c.content_hash not in reuse]
+        # chunks whose vector is missing (model change, earlier failure) are embedded too
+        missing = self._missing_vectors(exclude_paths=set(in_flight))
+        texts = [c.embedding_text for c in to_embed] + [r.embedding_text for r in missing]
+        embedded = self._embed(texts, emit)
+        new_vectors: dict[str, np.ndarray] = {}
+        for c, vec in zip(to_embed, embedded[: len(to_embed)], strict=True):
+            new_vectors[c.key] = vec
+            reuse.setdefault(c.content_hash, vec)
+        for c in new_chunks:
+            if c.key not in new_vectors:
+                new_vectors[c.key] = reuse[c.content_hash]
+        missing_vectors = embedded[len(to_embed) :]
+        report.embedded += len(texts)
+
+        emit(Progress("write", 0, 1, "writing indexes"))
+        records = [chunk_record(c) for c in new_chunks]
+        self.lexical.write(in_flight, records)
+        self.vectors.remove(old_vkeys)
+        if records:
+            self.vectors.upsert(
+                np.array([r.vkey for r in records], dtype=np.uint64),
+                np.stack([new_vectors[r.key] for r in records]),
+            )
+        if missing:
+            self.vectors.upsert(
+                np.array([r.vkey for r in missing], dtype=np.uint64), np.asarray(missing_vectors)
+            )
+        self.vectors.save()
+        with self.store.transaction() as conn:
+            for path in removed:
+                self.store.remove_file(conn, path)
+            for rec, chunks in parsed:
+                self.store.apply_file(conn, rec, chunks, new_vectors)
+            for rec in touched:
+                conn.execute(
+                    "UPDATE files SET size = ?, mtime_ns = ? WHERE path = ?", (rec.size, rec.mtime_ns, rec.path)
+                )
+            for r, vec in zip(missing, missing_vectors, strict=True):
+                conn.execute("UPDATE chunks SET vector = ? WHERE key = ?", (vec.astype(np.float32).tobytes(), r.key))
+            conn.execute("DELETE FROM meta WHERE key = 'dirty'")
+        report.changed_files.extend(changed_paths)
+        report.removed_files.extend(removed)
+        report.removed += len(removed)
+        emit(Progress("write", 1, 1))
+
+    def _vectors_by_hash(self, hashes: set[str]) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        items = list(hashes)
+        conn = self.store
+        for i in range(0, len(items), 500):
+            part = items[i : i + 500]
+            q = (
+                "SELECT content_hash, vector FROM chunks WHERE vector IS NOT NULL AND "
+                f"content_hash IN ({','.join('?' * len(part))})"
+            )
+            for h, blob in conn.execute(q, part):
+                out[h] = np.frombuffer(blob, dtype=np.float32)
+        return out
+
+    def _missing_vectors(self, exclude_paths: set[str] | None = None) -> list[ChunkRecord]:
+        keys = [
+            r[0]
+            for r in self.store.execute("SELECT key, path FROM chunks WHERE vector IS NULL")
+            if not exclude_paths or r[1] not in exclude_paths
+        ]
+        return list(self.store.chunks_by_keys(keys).values()) if keys else []
+
+    def _embed(self, texts: list[str], emit: ProgressCallback) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.embedder.dim), dtype=np.float32)
+        parts = []
+        for i in range(0, len(texts), EMBED_BATCH):
+            emit(Progress("embed", i, len(texts)))
+            parts.append(self.embedder.encode(texts[i : i + EMBED_BATCH]))
+        emit(Progress("embed", len(texts), len(texts)))
+        return np.concatenate(parts)
+
+    def close(self) -> None:
+        self.lexical.close()
+        self.store.close()

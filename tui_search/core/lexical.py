@@ -1,0 +1,262 @@
+"""The Whoosh full-text index: schema, analyzers, writes and BM25F search.
+
+Plain queries never go through Whoosh's query parser: the text is analysed with the same
+analyzer as the documents and turned into query objects, so characters that are Whoosh syntax
+(``?``, ``*``, ``field:``, ``-``, quotes, parentheses) are just text.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import threading
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from whoosh import index as whoosh_index
+from whoosh import query as Q
+from whoosh.analysis import (
+    Filter,
+    LowercaseFilter,
+    RegexTokenizer,
+    StemFilter,
+    StopFilter,
+    Token,
+)
+from whoosh.fields import ID, KEYWORD, TEXT, Schema
+from whoosh.scoring import BM25F
+from whoosh.searching import Searcher
+
+from tui_search.core.errors import IndexError_
+from tui_search.core.store import ChunkRecord
+
+_CAMEL_SPLIT = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+_IDENT_TOKEN = r"[A-Za-z_$][\w$]*(?:[.:][A-Za-z_0-9$][\w$]*)*"
+_IDENT_RE = re.compile(_IDENT_TOKEN)
+
+
+def is_identifier(token: str) -> bool:
+    """camelCase, PascalCase with inner capitals, snake_case, dotted, or letters with digits."""
+    if len(token) < 2 or not any(c.isalpha() for c in token):
+        return False
+    core = token.strip("_.")
+    if "_" in core or "." in core:
+        return True
+    if any(c.isdigit() for c in core):
+        return True
+    # a lowercase letter followed later by an uppercase one: getUserById, iPhone, HttpServer
+    seen_lower = False
+    for c in core:
+        if c.islower():
+            seen_lower = True
+        elif c.isupper() and seen_lower:
+            return True
+    return False
+
+
+def identifiers_in(text: str) -> list[str]:
+    return [t for t in dict.fromkeys(_IDENT_RE.findall(text)) if is_identifier(t)]
+
+
+def split_compound(token: str) -> list[str]:
+    """``lumen.storage.s3`` -> [lumen, storage, s3]; ``getUserById`` -> [get, User, By, Id]."""
+    parts: list[str] = []
+    for piece in re.split(r"[._\-:$]+", token):
+        if not piece:
+            continue
+        sub = _CAMEL_SPLIT.findall(piece)
+        parts.extend(sub if len(sub) > 1 else [piece])
+    return parts if len(parts) > 1 else []
+
+
+class CompoundFilter(Filter):
+    """Emit a compound token whole, then its parts at the same position."""
+
+    def __call__(self, tokens: Iterator[Token]) -> Iterator[Token]:
+        for t in tokens:
+            text = t.text
+            yield t
+            if not text.isalnum() or not (text.islower() or text.isupper() or text.isdigit()):
+                for part in split_compound(text):
+                    t.text = part
+                    yield t
+
+
+class IdentifierFilter(Filter):
+    """Keep only identifier-like tokens (case preserved) for the exact-term field."""
+
+    def __call__(self, tokens: Iterator[Token]) -> Iterator[Token]:
+        for t in tokens:
+            if is_identifier(t.text):
+                yield t
+
+
+def text_analyzer():  # type: ignore[no-untyped-def]
+    return (
+        RegexTokenizer(r"\w+(?:[.:]\w+)*")
+        | CompoundFilter()
+        | LowercaseFilter()
+        | StopFilter(minsize=1)
+        | StemFilter(cachesize=50000)
+    )
+
+
+def identifier_analyzer():  # type: ignore[no-untyped-def]
+    return RegexTokenizer(_IDENT_TOKEN) | IdentifierFilter()
+
+
+def make_schema() -> Schema:
+    analyzer = text_analyzer()
+    return Schema(
+        key=ID(stored=True, unique=True),
+        path=ID(stored=False),
+        doc=ID(stored=False),
+        folders=KEYWORD(commas=True, lowercase=False),
+        tags=KEYWORD(commas=True, lowercase=True, scorable=True),
+        title=TEXT(analyzer=analyzer, phrase=False),
+        heading=TEXT(analyzer=analyzer, phrase=False),
+        body=TEXT(analyzer=analyzer, phrase=True),
+        ident=TEXT(analyzer=identifier_analyzer(), phrase=False),
+    )
+
+
+def folders_of(path: str) -> list[str]:
+    parts = path.split("/")[:-1]
+    return ["/".join(parts[: i + 1]) for i in range(len(parts))] or [""]
+
+
+@dataclass(frozen=True)
+class LexicalParams:
+    """Field weights and BM25F parameters (tuned on the SciFact train split, see README)."""
+
+    title_boost: float = 1.5
+    heading_boost: float = 1.5
+    tags_boost: float = 1.0
+    ident_boost: float = 1.0
+    k1: float = 1.2
+    b: float = 0.75
+
+
+def analyze(text: str) -> list[str]:
+    """The query terms a plain text produces (deduplicated, in order)."""
+    analyzer = text_analyzer()
+    return list(dict.fromkeys(t.text for t in analyzer(text, mode="query")))
+
+
+def plain_query(text: str, params: LexicalParams) -> Q.Query | None:
+    """Words ranked, not all required; identifier-like words also match exactly."""
+    clauses: list[Q.Query] = []
+    for term in analyze(text):
+        clauses.append(term_clause(term, params))
+    for ident in identifiers_in(text):
+        clauses.append(Q.Term("ident", ident, boost=params.ident_boost))
+    if not clauses:
+        return None
+    return Q.Or(clauses)
+
+
+def term_clause(term: str, params: LexicalParams) -> Q.Query:
+    return Q.Or(
+        [
+            Q.Term("body", term),
+            Q.Term("heading", term, boost=params.heading_boost),
+            Q.Term("title", term, boost=params.title_boost),
+            Q.Term("tags", term, boost=params.tags_boost),
+        ]
+    )
+
+
+class LexicalIndex:
+    """One Whoosh index in ``directory``. Writes go through the single indexer."""
+
+    def __init__(self, directory: Path, params: LexicalParams | None = None) -> None:
+        self.directory = directory
+        self.params = params or LexicalParams()
+        self._lock = threading.Lock()
+        self._searcher: Searcher | None = None
+        self.ix = self._open_or_create()
+
+    def _open_or_create(self):  # type: ignore[no-untyped-def]
+        self.directory.mkdir(parents=True, exist_ok=True)
+        if whoosh_index.exists_in(str(self.directory)):
+            try:
+                ix = whoosh_index.open_dir(str(self.directory))
+                with ix.searcher() as s:
+                    s.doc_count()
+                return ix
+            except Exception as exc:
+                raise IndexError_(f"the full-text index at {self.directory} is unreadable: {exc}") from exc
+        return whoosh_index.create_in(str(self.directory), make_schema())
+
+    @classmethod
+    def recreate(cls, directory: Path, params: LexicalParams | None = None) -> LexicalIndex:
+        shutil.rmtree(directory, ignore_errors=True)
+        return cls(directory, params)
+
+    def doc_count(self) -> int:
+        return int(self.searcher().doc_count())
+
+    def searcher(self) -> Searcher:
+        with self._lock:
+            weighting = BM25F(B=self.params.b, K1=self.params.k1)
+            if self._searcher is None:
+                self._searcher = self.ix.searcher(weighting=weighting)
+            else:
+                fresh = self._searcher.refresh()
+                if fresh is not self._searcher:
+                    self._searcher = fresh
+            return self._searcher
+
+    def close(self) -> None:
+        with self._lock:
+            if self._searcher is not None:
+                self._searcher.close()
+                self._searcher = None
+
+    def write(self, delete_paths: Iterable[str], add: Iterable[ChunkRecord]) -> None:
+        """Delete every chunk of ``delete_paths``, then add ``add``; one commit."""
+        writer = self.ix.writer(limitmb=256)
+        try:
+            for path in delete_paths:
+                writer.delete_by_term("path", path)
+            for c in add:
+                writer.add_document(**document_fields(c))
+            writer.commit()
+        except BaseException:
+            writer.cancel()
+            raise
+
+    def search(
+        self,
+        query: Q.Query,
+        limit: int,
+        *,
+        filter_query: Q.Query | None = None,
+        mask_query: Q.Query | None = None,
+    ) -> list[tuple[str, float]]:
+        s = self.searcher()
+        results = s.search(query, limit=limit, filter=filter_query, mask=mask_query, terms=False)
+        return [(hit["key"], float(hit.score)) for hit in results]
+
+    def matching_keys(self, query: Q.Query, limit: int | None = None) -> list[str]:
+        """Keys that match (unscored order), for filter-only queries."""
+        s = self.searcher()
+        return [s.stored_fields(n)["key"] for n in list(query.docs(s))[:limit]]
+
+    def count(self, query: Q.Query) -> int:
+        return sum(1 for _ in query.docs(self.searcher()))
+
+
+def document_fields(c: ChunkRecord) -> dict[str, str]:
+    return {
+        "key": c.key,
+        "path": c.file_path,
+        "doc": c.doc,
+        "folders": ",".join(folders_of(c.file_path)),
+        "tags": ",".join(c.tags),
+        "title": c.title,
+        "heading": " ".join(c.heading_path) if c.heading_path else c.heading,
+        "body": c.content,
+        "ident": c.content + "\n" + c.heading,
+    }

@@ -1,0 +1,141 @@
+"""Hybrid fusion, normalisation and boosts: pure functions over (key, score) lists."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class FusionParams:
+    keyword_weight: float = 0.7
+    #: Multiplier per identifier-like query term found case-sensitively in a chunk.
+    exact_boost: float = 1.5
+    #: Lean on the semantic arm when the keyword arm finds fewer than this many chunks.
+    adaptive_min_hits: int = 3
+    adaptive_keyword_weight: float = 0.4
+
+
+@dataclass
+class Scored:
+    key: str
+    score: float = 0.0
+    keyword: float = 0.0
+    keyword_norm: float = 0.0
+    keyword_rank: int | None = None
+    semantic: float = 0.0
+    semantic_norm: float = 0.0
+    semantic_rank: int | None = None
+    boost: float = 1.0
+    matched_identifiers: list[str] = field(default_factory=list)
+
+    def explain(self, weights: tuple[float, float], fusion: str) -> dict[str, object]:
+        return {
+            "keyword": round(self.keyword, 4),
+            "keyword_norm": round(self.keyword_norm, 4),
+            "keyword_rank": self.keyword_rank,
+            "semantic": round(self.semantic, 4),
+            "semantic_norm": round(self.semantic_norm, 4),
+            "semantic_rank": self.semantic_rank,
+            "boost": round(self.boost, 4),
+            "matched_identifiers": list(self.matched_identifiers),
+            "weights": {"keyword": round(weights[0], 3), "semantic": round(weights[1], 3)},
+            "fusion": fusion,
+            "relevance": round(self.score, 4),
+        }
+
+
+def minmax(values: Mapping[str, float]) -> dict[str, float]:
+    """Scale to 0-1 over the candidate set; a single or flat list maps to 1."""
+    if not values:
+        return {}
+    lo, hi = min(values.values()), max(values.values())
+    if hi - lo < 1e-12:
+        return {k: 1.0 if hi > 0 else 0.0 for k in values}
+    return {k: (v - lo) / (hi - lo) for k, v in values.items()}
+
+
+def keyword_confidence(best_bm25: float) -> float:
+    """How sure the keyword arm is, 0-1, from its best raw BM25 score (saturating)."""
+    return 1.0 - math.exp(-best_bm25 / 8.0) if best_bm25 > 0 else 0.0
+
+
+def contains_identifier(text: str, ident: str) -> bool:
+    return re.search(rf"(?<![\w.]){re.escape(ident)}(?![\w])", text) is not None
+
+
+def fuse(
+    keyword: list[tuple[str, float]],
+    semantic: list[tuple[str, float]],
+    *,
+    mode: str,
+    params: FusionParams,
+    semantic_lookup: Mapping[str, float] | None = None,
+    weights: tuple[float, float] | None = None,
+) -> tuple[list[Scored], tuple[float, float]]:
+    """Merge the arms into one list sorted best first; scores in 0-1.
+
+    ``semantic_lookup`` gives the cosine of keyword candidates the vector arm did not return,
+    so a keyword hit is never scored as if it were semantically unrelated.
+    """
+    table: dict[str, Scored] = {}
+    for rank, (key, s) in enumerate(keyword, 1):
+        table.setdefault(key, Scored(key)).keyword = s
+        table[key].keyword_rank = rank
+    for rank, (key, s) in enumerate(semantic, 1):
+        table.setdefault(key, Scored(key)).semantic = s
+        table[key].semantic_rank = rank
+    if semantic_lookup:
+        for key, entry in table.items():
+            if entry.semantic_rank is None and key in semantic_lookup:
+                entry.semantic = semantic_lookup[key]
+    kw_norm = minmax({k: v.keyword for k, v in table.items() if v.keyword_rank is not None})
+    sem_norm = minmax({k: max(v.semantic, 0.0) for k, v in table.items()})
+    if weights is None:
+        if mode == "keyword":
+            weights = (1.0, 0.0)
+        elif mode == "semantic":
+            weights = (0.0, 1.0)
+        else:
+            w = params.keyword_weight
+            if len(keyword) < params.adaptive_min_hits:
+                w = min(w, params.adaptive_keyword_weight) if keyword else 0.0
+            weights = (w, 1.0 - w)
+    wk, ws = weights
+    for key, entry in table.items():
+        entry.keyword_norm = kw_norm.get(key, 0.0)
+        entry.semantic_norm = sem_norm.get(key, 0.0)
+        entry.score = wk * entry.keyword_norm + ws * entry.semantic_norm
+    scored = list(table.values())
+    if mode == "keyword":
+        scored = [s for s in scored if s.keyword_rank is not None]
+    elif mode == "semantic":
+        scored = [s for s in scored if s.semantic_rank is not None]
+    return scored, weights
+
+
+def apply_exact_boost(
+    scored: Iterable[Scored], texts: Mapping[str, str], identifiers: list[str], factor: float
+) -> None:
+    if not identifiers or factor == 1.0:
+        return
+    for s in scored:
+        text = texts.get(s.key, "")
+        found = [i for i in identifiers if contains_identifier(text, i)]
+        if found:
+            s.matched_identifiers = found
+            s.boost = factor ** len(found)
+            s.score *= s.boost
+
+
+def finalize(scored: list[Scored]) -> list[Scored]:
+    """Sort best first (ties by key, so paging is stable) and keep scores within 0-1."""
+    if not scored:
+        return []
+    top = max(s.score for s in scored)
+    if top > 1.0:
+        for s in scored:
+            s.score /= top
+    return sorted(scored, key=lambda s: (-s.score, s.key))

@@ -1,0 +1,129 @@
+"""What the core returns: frozen dataclasses, the same for the app, the CLI and eval."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Snippet:
+    text: str
+    #: (start, end) character spans of matched words within ``text``.
+    spans: tuple[tuple[int, int], ...] = ()
+
+    def marked(
+        self, left: str = "**", right: str = "**", escape: Callable[[str], str] | None = None
+    ) -> str:
+        """The text with matches wrapped; ``escape`` is applied to the text pieces only."""
+        esc = escape or (lambda s: s)
+        out, last = [], 0
+        for start, end in self.spans:
+            out.append(esc(self.text[last:start]))
+            out.append(f"{left}{esc(self.text[start:end])}{right}")
+            last = end
+        out.append(esc(self.text[last:]))
+        return "".join(out)
+
+
+@dataclass(frozen=True)
+class Hit:
+    section_id: str
+    chunk_index: int
+    file_path: str
+    title: str
+    heading: str
+    heading_path: tuple[str, ...]
+    line_start: int
+    line_end: int
+    relevance_score: float
+    content: str
+    snippet: Snippet
+    tags: tuple[str, ...]
+    scores: dict[str, Any]
+
+    @property
+    def key(self) -> str:
+        return f"{self.section_id}#{self.chunk_index}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "section_id": self.section_id,
+            "chunk_index": self.chunk_index,
+            "file_path": self.file_path,
+            "title": self.title,
+            "heading": self.heading,
+            "heading_path": list(self.heading_path),
+            "line_start": self.line_start,
+            "line_end": self.line_end,
+            "relevance_score": round(self.relevance_score, 6),
+            "content": self.content,
+            "snippet": self.snippet.marked(),
+            "tags": list(self.tags),
+            "scores": self.scores,
+        }
+
+
+@dataclass(frozen=True)
+class DocumentGroup:
+    file_path: str
+    title: str
+    best_score: float
+    match_count: int
+    passages: tuple[Hit, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "file_path": self.file_path,
+            "title": self.title,
+            "best_score": round(self.best_score, 6),
+            "match_count": self.match_count,
+            "passages": [p.to_json() for p in self.passages],
+        }
+
+
+@dataclass(frozen=True)
+class SearchResults:
+    query: str
+    mode: str
+    took_ms: float
+    total_results: int
+    files_covered: int
+    hits: tuple[Hit, ...] = ()
+    documents: tuple[DocumentGroup, ...] | None = None
+    has_more: bool = False
+    next_token: str | None = None
+    warnings: tuple[str, ...] = ()
+    terms: tuple[str, ...] = ()
+    weights: tuple[float, float] = (0.7, 0.3)
+
+    @property
+    def grouped(self) -> bool:
+        return self.documents is not None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "query": self.query,
+            "mode": self.mode,
+            "took_ms": round(self.took_ms, 2),
+            "total_results": self.total_results,
+            "files_covered": self.files_covered,
+        }
+        if self.documents is not None:
+            out["documents"] = [d.to_json() for d in self.documents]
+        else:
+            out["results"] = [h.to_json() for h in self.hits]
+        out["continuation"] = {"has_more": self.has_more, "next_token": self.next_token}
+        if self.warnings:
+            out["warnings"] = list(self.warnings)
+        return out
+
+
+@dataclass(frozen=True)
+class IndexStats:
+    documents: int
+    chunks: int
+    skipped: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+    index_dir: str = ""
+    model: str = ""

@@ -1,0 +1,369 @@
+"""The manifest: a SQLite database that is the source of truth of an index.
+
+It holds every file's size/mtime/hash (for cheap change detection), every chunk's metadata,
+text and vector. The Whoosh and usearch indexes are derived from it and can be rebuilt from it
+without re-embedding anything. WAL mode lets other processes read while one writes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tui_search.core.chunking import Chunk, Link
+
+SCHEMA_VERSION = "3"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS files (
+    path TEXT PRIMARY KEY,
+    doc TEXT NOT NULL UNIQUE,
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    hash TEXT NOT NULL,
+    title TEXT NOT NULL,
+    tags TEXT NOT NULL,
+    links TEXT NOT NULL,
+    parent TEXT,
+    encoding TEXT NOT NULL,
+    warnings TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS chunks (
+    key TEXT PRIMARY KEY,
+    vkey INTEGER NOT NULL UNIQUE,
+    section_id TEXT NOT NULL,
+    chunk_index INTEGER NOT NULL,
+    doc TEXT NOT NULL,
+    path TEXT NOT NULL,
+    title TEXT NOT NULL,
+    heading TEXT NOT NULL,
+    heading_path TEXT NOT NULL,
+    level INTEGER NOT NULL,
+    line_start INTEGER NOT NULL,
+    line_end INTEGER NOT NULL,
+    content TEXT NOT NULL,
+    tags TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    vector BLOB
+);
+CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path);
+CREATE INDEX IF NOT EXISTS chunks_section ON chunks(section_id);
+CREATE INDEX IF NOT EXISTS chunks_hash ON chunks(content_hash);
+CREATE TABLE IF NOT EXISTS skipped (path TEXT PRIMARY KEY, reason TEXT NOT NULL);
+"""
+
+
+def vector_key(chunk_key: str) -> int:
+    """A stable 63-bit integer key for usearch, derived from the chunk key."""
+    digest = hashlib.blake2b(chunk_key.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(digest, "little") & ((1 << 63) - 1)
+
+
+@dataclass(frozen=True)
+class FileRecord:
+    path: str
+    doc: str
+    size: int
+    mtime_ns: int
+    hash: str
+    title: str
+    tags: tuple[str, ...]
+    links: tuple[Link, ...]
+    parent: str | None
+    encoding: str
+    warnings: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ChunkRecord:
+    key: str
+    vkey: int
+    section_id: str
+    chunk_index: int
+    doc: str
+    file_path: str
+    title: str
+    heading: str
+    heading_path: tuple[str, ...]
+    level: int
+    line_start: int
+    line_end: int
+    content: str
+    tags: tuple[str, ...]
+    content_hash: str
+
+    @property
+    def embedding_text(self) -> str:
+        from tui_search.core.chunking import embedding_text
+
+        return embedding_text(self.title, self.heading_path, self.content)
+
+
+_CHUNK_COLUMNS = (
+    "key, vkey, section_id, chunk_index, doc, path, title, heading, heading_path, level, "
+    "line_start, line_end, content, tags, content_hash"
+)
+
+
+def _chunk_from_row(row: sqlite3.Row | tuple[Any, ...]) -> ChunkRecord:
+    return ChunkRecord(
+        key=row[0],
+        vkey=int(row[1]),
+        section_id=row[2],
+        chunk_index=int(row[3]),
+        doc=row[4],
+        file_path=row[5],
+        title=row[6],
+        heading=row[7],
+        heading_path=tuple(json.loads(row[8])),
+        level=int(row[9]),
+        line_start=int(row[10]),
+        line_end=int(row[11]),
+        content=row[12],
+        tags=tuple(json.loads(row[13])),
+        content_hash=row[14],
+    )
+
+
+def _file_from_row(row: tuple[Any, ...]) -> FileRecord:
+    return FileRecord(
+        path=row[0],
+        doc=row[1],
+        size=int(row[2]),
+        mtime_ns=int(row[3]),
+        hash=row[4],
+        title=row[5],
+        tags=tuple(json.loads(row[6])),
+        links=tuple(Link(**d) for d in json.loads(row[7])),
+        parent=row[8],
+        encoding=row[9],
+        warnings=tuple(json.loads(row[10])),
+    )
+
+
+class Store:
+    """Thread-safe wrapper around one SQLite connection per thread."""
+
+    def __init__(self, path: Path, *, readonly: bool = False) -> None:
+        self.path = path
+        self.readonly = readonly
+        self._local = threading.local()
+        conn = self._conn()
+        if not readonly:
+            with conn:
+                conn.executescript(_SCHEMA)
+                if self.get_meta("schema_version") is None:
+                    conn.execute(
+                        "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (SCHEMA_VERSION,)
+                    )
+        # probe: a corrupt file raises sqlite3.DatabaseError here
+        conn.execute("SELECT count(*) FROM chunks").fetchone()
+
+    def _conn(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            self._local.conn = conn
+        return conn
+
+    def close(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+    # -- meta ---------------------------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        row = self._conn().execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self._conn() as conn:
+            conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+    # -- files --------------------------------------------------------------------------
+    def files(self) -> dict[str, FileRecord]:
+        rows = self._conn().execute(
+            "SELECT path, doc, size, mtime_ns, hash, title, tags, links, parent, encoding, warnings FROM files"
+        )
+        return {r[0]: _file_from_row(r) for r in rows}
+
+    def file(self, path: str) -> FileRecord | None:
+        row = self._conn().execute(
+            "SELECT path, doc, size, mtime_ns, hash, title, tags, links, parent, encoding, warnings "
+            "FROM files WHERE path = ?",
+            (path,),
+        ).fetchone()
+        return None if row is None else _file_from_row(row)
+
+    def file_by_doc(self, doc: str) -> FileRecord | None:
+        row = self._conn().execute(
+            "SELECT path, doc, size, mtime_ns, hash, title, tags, links, parent, encoding, warnings "
+            "FROM files WHERE doc = ?",
+            (doc,),
+        ).fetchone()
+        return None if row is None else _file_from_row(row)
+
+    def counts(self) -> tuple[int, int]:
+        conn = self._conn()
+        docs = conn.execute("SELECT count(*) FROM files").fetchone()[0]
+        chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        return int(docs), int(chunks)
+
+    def skipped(self) -> list[tuple[str, str]]:
+        return [(r[0], r[1]) for r in self._conn().execute("SELECT path, reason FROM skipped ORDER BY path")]
+
+    # -- chunks -------------------------------------------------------------------------
+    def chunk_hashes(self, path: str) -> dict[str, tuple[str, int]]:
+        rows = self._conn().execute("SELECT key, content_hash, vkey FROM chunks WHERE path = ?", (path,))
+        return {r[0]: (r[1], int(r[2])) for r in rows}
+
+    def chunks_for_path(self, path: str) -> list[ChunkRecord]:
+        rows = self._conn().execute(
+            f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE path = ? ORDER BY line_start, chunk_index",
+            (path,),
+        )
+        return [_chunk_from_row(r) for r in rows]
+
+    def chunks_by_keys(self, keys: Iterable[str]) -> dict[str, ChunkRecord]:
+        keys = list(keys)
+        out: dict[str, ChunkRecord] = {}
+        conn = self._conn()
+        for i in range(0, len(keys), 500):
+            part = keys[i : i + 500]
+            q = f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE key IN ({','.join('?' * len(part))})"
+            for r in conn.execute(q, part):
+                rec = _chunk_from_row(r)
+                out[rec.key] = rec
+        return out
+
+    def chunks_by_vkeys(self, vkeys: Iterable[int]) -> dict[int, ChunkRecord]:
+        vkeys = [int(v) for v in vkeys]
+        out: dict[int, ChunkRecord] = {}
+        conn = self._conn()
+        for i in range(0, len(vkeys), 500):
+            part = vkeys[i : i + 500]
+            q = f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE vkey IN ({','.join('?' * len(part))})"
+            for r in conn.execute(q, part):
+                rec = _chunk_from_row(r)
+                out[rec.vkey] = rec
+        return out
+
+    def iter_chunks(self) -> Iterator[ChunkRecord]:
+        for r in self._conn().execute(f"SELECT {_CHUNK_COLUMNS} FROM chunks ORDER BY key"):
+            yield _chunk_from_row(r)
+
+    def iter_vectors(self, batch: int = 5000) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """(vkeys, vectors) in batches, for rebuilding the vector index."""
+        cur = self._conn().execute("SELECT vkey, vector FROM chunks WHERE vector IS NOT NULL")
+        while True:
+            rows = cur.fetchmany(batch)
+            if not rows:
+                return
+            keys = np.array([r[0] for r in rows], dtype=np.uint64)
+            vecs = np.stack([np.frombuffer(r[1], dtype=np.float32) for r in rows])
+            yield keys, vecs
+
+    def vectors_for(self, vkeys: Iterable[int]) -> dict[int, np.ndarray]:
+        vkeys = [int(v) for v in vkeys]
+        out: dict[int, np.ndarray] = {}
+        conn = self._conn()
+        for i in range(0, len(vkeys), 500):
+            part = vkeys[i : i + 500]
+            q = f"SELECT vkey, vector FROM chunks WHERE vector IS NOT NULL AND vkey IN ({','.join('?' * len(part))})"
+            for k, blob in conn.execute(q, part):
+                out[int(k)] = np.frombuffer(blob, dtype=np.float32)
+        return out
+
+    def vectors_for_path(self, path: str) -> list[tuple[int, np.ndarray]]:
+        rows = self._conn().execute(
+            "SELECT vkey, vector FROM chunks WHERE path = ? AND vector IS NOT NULL", (path,)
+        )
+        return [(int(k), np.frombuffer(b, dtype=np.float32)) for k, b in rows]
+
+    # -- writes -------------------------------------------------------------------------
+    def apply_file(
+        self,
+        conn: sqlite3.Connection,
+        record: FileRecord,
+        chunks: list[Chunk],
+        vectors: dict[str, np.ndarray],
+    ) -> None:
+        """Replace one file's rows. ``vectors`` holds new vectors; others are kept by key."""
+        old = {
+            r[0]: r[1]
+            for r in conn.execute(
+                "SELECT key, vector FROM chunks WHERE path = ?", (record.path,)
+            )
+        }
+        conn.execute("DELETE FROM chunks WHERE path = ?", (record.path,))
+        conn.execute("DELETE FROM files WHERE path = ? OR doc = ?", (record.path, record.doc))
+        conn.execute(
+            "INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                record.path,
+                record.doc,
+                record.size,
+                record.mtime_ns,
+                record.hash,
+                record.title,
+                json.dumps(list(record.tags)),
+                json.dumps([link.__dict__ for link in record.links]),
+                record.parent,
+                record.encoding,
+                json.dumps(list(record.warnings)),
+            ),
+        )
+        rows = []
+        for c in chunks:
+            vec = vectors.get(c.key)
+            blob = vec.astype(np.float32).tobytes() if vec is not None else old.get(c.key)
+            rows.append(
+                (
+                    c.key,
+                    vector_key(c.key),
+                    c.section_id,
+                    c.chunk_index,
+                    c.doc,
+                    c.file_path,
+                    c.title,
+                    c.heading,
+                    json.dumps(list(c.heading_path)),
+                    c.level,
+                    c.line_start,
+                    c.line_end,
+                    c.content,
+                    json.dumps(list(c.tags)),
+                    c.content_hash,
+                    blob,
+                )
+            )
+        conn.executemany(
+            "INSERT OR REPLACE INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows
+        )
+
+    def remove_file(self, conn: sqlite3.Connection, path: str) -> None:
+        conn.execute("DELETE FROM chunks WHERE path = ?", (path,))
+        conn.execute("DELETE FROM files WHERE path = ?", (path,))
+
+    def set_skipped(self, conn: sqlite3.Connection, skipped: list[tuple[str, str]]) -> None:
+        conn.execute("DELETE FROM skipped")
+        conn.executemany("INSERT OR REPLACE INTO skipped VALUES (?, ?)", skipped)
+
+    def execute(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> sqlite3.Cursor:
+        return self._conn().execute(sql, params)
+
+    def transaction(self) -> sqlite3.Connection:
+        """``with store.transaction() as conn:`` commits on success, rolls back on error."""
+        return self._conn()

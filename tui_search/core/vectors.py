@@ -1,0 +1,96 @@
+"""The usearch vector index (cosine), keyed by the chunk's stable 63-bit vector key.
+
+Saved atomically (write a temporary file, then rename) so a reader in another process never
+sees half a file; a reader reloads when the file on disk changes.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import numpy as np
+from usearch.index import Index
+
+from tui_search.core.errors import IndexError_
+
+
+class VectorIndex:
+    def __init__(self, path: Path, dim: int) -> None:
+        self.path = path
+        self.dim = dim
+        self._lock = threading.RLock()
+        self._stamp: tuple[int, int] | None = None
+        self.index = self._load_or_new()
+
+    def _new(self) -> Index:
+        return Index(ndim=self.dim, metric="cos", dtype="f32", connectivity=16, expansion_add=128, expansion_search=96)
+
+    def _file_stamp(self) -> tuple[int, int] | None:
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return None
+        return (st.st_ino, st.st_mtime_ns)
+
+    def _load_or_new(self) -> Index:
+        stamp = self._file_stamp()
+        if stamp is None:
+            self._stamp = None
+            return self._new()
+        try:
+            index = self._new()
+            index.load(str(self.path))
+        except Exception as exc:
+            raise IndexError_(f"the vector index at {self.path} is unreadable: {exc}") from exc
+        if index.ndim != self.dim:
+            raise IndexError_(
+                f"the vector index at {self.path} has {index.ndim} dimensions, the model {self.dim}"
+            )
+        self._stamp = stamp
+        return index
+
+    def refresh(self) -> None:
+        """Reload if another process saved a newer file."""
+        with self._lock:
+            stamp = self._file_stamp()
+            if stamp is not None and stamp != self._stamp:
+                self.index = self._load_or_new()
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def upsert(self, keys: np.ndarray, vectors: np.ndarray) -> None:
+        if len(keys) == 0:
+            return
+        with self._lock:
+            self.remove(keys)
+            self.index.add(np.asarray(keys, dtype=np.uint64), np.asarray(vectors, dtype=np.float32))
+
+    def remove(self, keys: np.ndarray | list[int]) -> None:
+        with self._lock:
+            present = [int(k) for k in keys if int(k) in self.index]
+            if present:
+                self.index.remove(np.asarray(present, dtype=np.uint64))
+
+    def clear(self) -> None:
+        with self._lock:
+            self.index = self._new()
+
+    def save(self) -> None:
+        with self._lock:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_suffix(f".tmp{os.getpid()}")
+            self.index.save(str(tmp))
+            os.replace(tmp, self.path)
+            self._stamp = self._file_stamp()
+
+    def search(self, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
+        """(vector key, cosine similarity) best first."""
+        with self._lock:
+            n = len(self.index)
+            if n == 0 or k <= 0:
+                return []
+            matches = self.index.search(np.asarray(vector, dtype=np.float32), min(k, n))
+            return [(int(key), 1.0 - float(dist)) for key, dist in zip(matches.keys, matches.distances, strict=False)]

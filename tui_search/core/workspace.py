@@ -1,0 +1,211 @@
+"""Discover the markdown files of a workspace, honour ignore rules, read them safely."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pathspec
+
+from tui_search.core.errors import WorkspaceError
+
+MARKDOWN_SUFFIXES = (".md", ".markdown")
+IGNORE_FILES = (".gitignore", ".tuisearchignore")
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    rel_path: str  # workspace-relative POSIX path
+    abs_path: Path
+    size: int
+    mtime_ns: int
+
+
+@dataclass(frozen=True)
+class Skipped:
+    path: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class ReadResult:
+    text: str
+    encoding: str  # "utf-8", or the fallback that decoded it
+    raw_hash: str
+
+
+class IgnoreRules:
+    """``.gitignore`` / ``.tuisearchignore`` files at any level, plus hidden entries."""
+
+    def __init__(self, root: Path, extra_ignored: tuple[Path, ...] = ()) -> None:
+        self.root = root
+        self._specs: dict[str, pathspec.PathSpec] = {}
+        self._extra = tuple(p.resolve() for p in extra_ignored)
+
+    def _spec_for(self, rel_dir: str, abs_dir: Path) -> pathspec.PathSpec | None:
+        if rel_dir in self._specs:
+            return self._specs[rel_dir]
+        lines: list[str] = []
+        for name in IGNORE_FILES:
+            p = abs_dir / name
+            try:
+                if p.is_file():
+                    lines.extend(p.read_text(encoding="utf-8", errors="replace").splitlines())
+            except OSError:
+                continue
+        spec = pathspec.PathSpec.from_lines("gitwildmatch", lines) if lines else None
+        self._specs[rel_dir] = spec  # type: ignore[assignment]
+        return spec
+
+    def is_ignored(self, rel_path: str, is_dir: bool) -> bool:
+        """True for hidden parts, the index dir, and paths an ignore file excludes."""
+        parts = rel_path.split("/")
+        if any(part.startswith(".") for part in parts):
+            return True
+        if self._extra:
+            absolute = (self.root / rel_path).resolve()
+            if any(absolute == e or e in absolute.parents for e in self._extra):
+                return True
+        # Check the rules of every ancestor folder against the path relative to it.
+        for depth in range(len(parts)):
+            rel_dir = "/".join(parts[:depth])
+            spec = self._spec_for(rel_dir, self.root / rel_dir if rel_dir else self.root)
+            if spec is None:
+                continue
+            sub = "/".join(parts[depth:])
+            if spec.match_file(sub + ("/" if is_dir else "")):
+                return True
+            # a folder excluded higher up excludes everything below it
+            for i in range(depth + 1, len(parts)):
+                if spec.match_file("/".join(parts[depth:i]) + "/"):
+                    return True
+        return False
+
+    def invalidate(self) -> None:
+        self._specs.clear()
+
+
+def is_markdown(name: str) -> bool:
+    return name.lower().endswith(MARKDOWN_SUFFIXES)
+
+
+class Workspace:
+    def __init__(self, root: Path, *, extra_ignored: tuple[Path, ...] = ()) -> None:
+        root = root.expanduser()
+        if not root.exists():
+            raise WorkspaceError(f"workspace {root} does not exist")
+        if not root.is_dir():
+            raise WorkspaceError(f"workspace {root} is not a folder")
+        self.root = root.resolve()
+        self.rules = IgnoreRules(self.root, extra_ignored)
+
+    def rel(self, path: Path) -> str | None:
+        """Workspace-relative POSIX path, or None when outside the workspace."""
+        try:
+            return path.resolve().relative_to(self.root).as_posix() if path.is_symlink() else (
+                Path(os.path.abspath(path)).relative_to(self.root).as_posix()
+            )
+        except ValueError:
+            return None
+
+    def inside(self, path: Path) -> bool:
+        try:
+            path.resolve().relative_to(self.root)
+            return True
+        except (ValueError, OSError):
+            return False
+
+    def wants(self, rel_path: str) -> bool:
+        """Would discovery index this (file) path?"""
+        return is_markdown(rel_path) and not self.rules.is_ignored(rel_path, is_dir=False)
+
+    def discover(self, skipped: list[Skipped] | None = None) -> Iterator[FileInfo]:
+        """Yield the markdown files, sorted, never following a symlink out of the workspace."""
+        self.rules.invalidate()
+        seen_real: set[Path] = set()
+        for dirpath, dirnames, filenames in os.walk(self.root, followlinks=True, onerror=None):
+            current = Path(dirpath)
+            rel_dir = current.relative_to(self.root).as_posix()
+            rel_dir = "" if rel_dir == "." else rel_dir
+            real_dir = current.resolve()
+            if real_dir in seen_real or not self.inside(current):
+                dirnames[:] = []
+                continue
+            seen_real.add(real_dir)
+            keep = []
+            for d in sorted(dirnames):
+                rel = f"{rel_dir}/{d}" if rel_dir else d
+                if self.rules.is_ignored(rel, is_dir=True):
+                    continue
+                if (current / d).is_symlink() and not self.inside(current / d):
+                    if skipped is not None:
+                        skipped.append(Skipped(rel, "symlink points outside the workspace"))
+                    continue
+                keep.append(d)
+            dirnames[:] = keep
+            for name in sorted(filenames):
+                rel = f"{rel_dir}/{name}" if rel_dir else name
+                if not is_markdown(name) or self.rules.is_ignored(rel, is_dir=False):
+                    continue
+                p = current / name
+                if p.is_symlink() and not self.inside(p):
+                    if skipped is not None:
+                        skipped.append(Skipped(rel, "symlink points outside the workspace"))
+                    continue
+                try:
+                    st = p.stat()
+                except OSError as exc:
+                    if skipped is not None:
+                        skipped.append(Skipped(rel, f"cannot stat: {exc.strerror or exc}"))
+                    continue
+                yield FileInfo(rel, p, st.st_size, st.st_mtime_ns)
+
+    def stat(self, rel_path: str) -> FileInfo | None:
+        p = self.root / rel_path
+        try:
+            if p.is_symlink() and not self.inside(p):
+                return None
+            st = p.stat()
+        except OSError:
+            return None
+        if not p.is_file():
+            return None
+        return FileInfo(rel_path, p, st.st_size, st.st_mtime_ns)
+
+
+def decode_bytes(data: bytes) -> tuple[str, str]:
+    """UTF-8 when it is; else a fallback that never fails so the text stays searchable."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    try:
+        return data.decode("utf-8"), "utf-8"
+    except UnicodeDecodeError:
+        pass
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        try:
+            return data.decode("utf-16"), "utf-16"
+        except UnicodeDecodeError:
+            pass
+    try:
+        return data.decode("cp1252"), "cp1252"
+    except UnicodeDecodeError:
+        return data.decode("latin-1"), "latin-1"
+
+
+def read_file(info: FileInfo, max_bytes: int) -> ReadResult:
+    """Read and decode one file. Raises OSError (vanished, unreadable) or ValueError (too big)."""
+    import hashlib
+
+    if info.size > max_bytes:
+        raise ValueError(f"file is {info.size / 1e6:.1f} MB, over the {max_bytes / 1e6:.0f} MB limit")
+    with open(info.abs_path, "rb") as fh:
+        data = fh.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise ValueError(f"file grew over the {max_bytes / 1e6:.0f} MB limit")
+    if b"\x00" in data[:8192] and not data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise ValueError("binary content (NUL bytes)")
+    text, encoding = decode_bytes(data)
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return ReadResult(text, encoding, hashlib.blake2b(data, digest_size=16).hexdigest())
