@@ -77,14 +77,15 @@ def teacher_path(name: str) -> tuple[str, str]:
     return name, name  # a local directory
 
 
-def wordfreq_words(n: int, min_len: int = 2) -> list[tuple[str, float]]:
-    """Top-n English words from wordfreq with their probabilities (lowercase, alphabetic)."""
+def wordfreq_words(n: int, min_len: int = 3) -> list[tuple[str, float]]:
+    """Top-n English words from wordfreq with their probabilities (lowercase a-z only: words
+    with apostrophes or hyphens would become multi-word tokens)."""
     from wordfreq import get_frequency_dict, top_n_list
 
     freqs = get_frequency_dict("en", wordlist="large")
     out = []
     for w in top_n_list("en", n * 3, wordlist="large"):
-        if len(w) < min_len or not re.fullmatch(r"[a-z][a-z\-']*[a-z]", w):
+        if len(w) < min_len or not re.fullmatch(r"[a-z]+", w):
             continue
         out.append((w, freqs[w]))
         if len(out) >= n:
@@ -143,6 +144,8 @@ def main() -> int:
     args = ap.parse_args()
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    for noisy in ("model2vec.tokenizer.tokenizer", "skeletoken.base"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
 
     import torch
     from model2vec.distill import distill

@@ -36,6 +36,13 @@ class ReadResult:
     raw_hash: str
 
 
+def _compile(lines: list[str]) -> pathspec.PathSpec:
+    try:
+        return pathspec.PathSpec.from_lines("gitignore", lines)
+    except (KeyError, LookupError):  # pathspec < 1.0
+        return pathspec.PathSpec.from_lines("gitwildmatch", lines)
+
+
 class IgnoreRules:
     """``.gitignore`` / ``.tuisearchignore`` files at any level, plus hidden entries."""
 
@@ -55,7 +62,7 @@ class IgnoreRules:
                     lines.extend(p.read_text(encoding="utf-8", errors="replace").splitlines())
             except OSError:
                 continue
-        spec = pathspec.PathSpec.from_lines("gitwildmatch", lines) if lines else None
+        spec = _compile(lines) if lines else None
         self._specs[rel_dir] = spec  # type: ignore[assignment]
         return spec
 
@@ -102,11 +109,9 @@ class Workspace:
         self.rules = IgnoreRules(self.root, extra_ignored)
 
     def rel(self, path: Path) -> str | None:
-        """Workspace-relative POSIX path, or None when outside the workspace."""
+        """Workspace-relative POSIX path of an absolute path, or None when outside."""
         try:
-            return path.resolve().relative_to(self.root).as_posix() if path.is_symlink() else (
-                Path(os.path.abspath(path)).relative_to(self.root).as_posix()
-            )
+            return Path(os.path.abspath(path)).relative_to(self.root).as_posix()
         except ValueError:
             return None
 
@@ -125,7 +130,7 @@ class Workspace:
         """Yield the markdown files, sorted, never following a symlink out of the workspace."""
         self.rules.invalidate()
         seen_real: set[Path] = set()
-        for dirpath, dirnames, filenames in os.walk(self.root, followlinks=True, onerror=None):
+        for dirpath, dirnames, filenames in os.walk(self.root, followlinks=False, onerror=None):
             current = Path(dirpath)
             rel_dir = current.relative_to(self.root).as_posix()
             rel_dir = "" if rel_dir == "." else rel_dir
@@ -139,8 +144,9 @@ class Workspace:
                 rel = f"{rel_dir}/{d}" if rel_dir else d
                 if self.rules.is_ignored(rel, is_dir=True):
                     continue
-                if (current / d).is_symlink() and not self.inside(current / d):
-                    if skipped is not None:
+                if (current / d).is_symlink():
+                    # inside: its files are indexed where they really are; outside: never
+                    if not self.inside(current / d) and skipped is not None:
                         skipped.append(Skipped(rel, "symlink points outside the workspace"))
                     continue
                 keep.append(d)
@@ -150,10 +156,12 @@ class Workspace:
                 if not is_markdown(name) or self.rules.is_ignored(rel, is_dir=False):
                     continue
                 p = current / name
-                if p.is_symlink() and not self.inside(p):
-                    if skipped is not None:
-                        skipped.append(Skipped(rel, "symlink points outside the workspace"))
-                    continue
+                if p.is_symlink():
+                    if not self.inside(p):
+                        if skipped is not None:
+                            skipped.append(Skipped(rel, "symlink points outside the workspace"))
+                        continue
+                    continue  # an alias: the file is indexed under its real path
                 try:
                     st = p.stat()
                 except OSError as exc:

@@ -1,0 +1,78 @@
+"""Shared fixtures: keep the user's cache/config out, a small fake embedder, sample workspaces."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tui_search.config import Settings
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE_WORKSPACE = ROOT / "sample_workspace"
+
+
+@pytest.fixture(autouse=True)
+def _isolate_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Never read or write the real per-user cache and config."""
+    base = tmp_path_factory.mktemp("userdirs")
+    monkeypatch.setenv("TUI_SEARCH_CACHE_DIR", str(base / "cache"))
+    monkeypatch.setenv("TUI_SEARCH_CONFIG_DIR", str(base / "config"))
+    for var in list(__import__("os").environ):
+        if var.startswith("TUI_SEARCH_") and var not in ("TUI_SEARCH_CACHE_DIR", "TUI_SEARCH_CONFIG_DIR"):
+            monkeypatch.delenv(var, raising=False)
+
+
+class FakeEmbedder:
+    """A tiny deterministic embedder (hashed bag of words) for tests not about the model."""
+
+    def __init__(self, dim: int = 64) -> None:
+        self._dim = dim
+        self.calls = 0
+        self.texts_embedded = 0
+        self.name = "fake"
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    @property
+    def fingerprint(self) -> str:
+        return f"fake-{self._dim}"
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        self.calls += 1
+        self.texts_embedded += len(texts)
+        out = np.zeros((len(texts), self._dim), dtype=np.float32)
+        for i, text in enumerate(texts):
+            for word in re.findall(r"\w+", text.lower()):
+                h = int.from_bytes(hashlib.blake2b(word.encode(), digest_size=4).digest(), "little")
+                out[i, h % self._dim] += 1.0 if (h >> 16) & 1 else -1.0
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        return out / norms
+
+
+@pytest.fixture
+def fake_embedder() -> FakeEmbedder:
+    return FakeEmbedder()
+
+
+@pytest.fixture
+def sample_copy(tmp_path: Path) -> Path:
+    """A private copy of sample_workspace (tests may edit it)."""
+    dest = tmp_path / "ws"
+    shutil.copytree(SAMPLE_WORKSPACE, dest, symlinks=True)
+    return dest
+
+
+@pytest.fixture
+def make_settings(tmp_path: Path):  # type: ignore[no-untyped-def]
+    def _make(workspace: Path, **kw: object) -> Settings:
+        return Settings(workspace=workspace, index_dir=tmp_path / "index", **kw)  # type: ignore[arg-type]
+
+    return _make
