@@ -179,7 +179,7 @@ class LexicalIndex:
 
     def _open_or_create(self):  # type: ignore[no-untyped-def]
         self.directory.mkdir(parents=True, exist_ok=True)
-        if whoosh_index.exists_in(str(self.directory)):
+        if any(self.directory.glob("_MAIN_*.toc")):
             try:
                 ix = whoosh_index.open_dir(str(self.directory))
                 with ix.searcher() as s:
@@ -200,12 +200,12 @@ class LexicalIndex:
     def searcher(self) -> Searcher:
         with self._lock:
             weighting = BM25F(B=self.params.b, K1=self.params.k1)
+            if self._searcher is not None and not self._searcher.up_to_date():
+                # (Searcher.refresh() fails on an index that was empty when opened)
+                self._searcher.close()
+                self._searcher = None
             if self._searcher is None:
                 self._searcher = self.ix.searcher(weighting=weighting)
-            else:
-                fresh = self._searcher.refresh()
-                if fresh is not self._searcher:
-                    self._searcher = fresh
             return self._searcher
 
     def close(self) -> None:

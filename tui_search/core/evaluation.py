@@ -1,0 +1,419 @@
+"""The evaluation harness behind ``tui-search eval``.
+
+Two dataset layouts:
+
+* **BEIR**: ``corpus.jsonl`` (``_id``, ``title``, ``text``), ``queries.jsonl`` and ``qrels.tsv``
+  (``queries.train.jsonl`` / ``qrels.train.tsv`` for ``split="train"``). Every corpus document
+  becomes a markdown file ``# {title}\\n\\n{text}`` in a generated workspace kept in a cache
+  folder, which is indexed exactly like a user's workspace (same chunking, same indexes).
+* **Workspace**: ``workspace/`` (a markdown tree, may be a symlink), ``queries.jsonl`` and
+  ``qrels.tsv`` whose corpus ids are workspace-relative file paths or section ids
+  (``<doc>:<section-slug>``).
+
+Each query is searched as plain text (not the query language) through ``SearchEngine.rank``,
+the ranking ``search`` pages through; chunks collapse to the judged unit (a document, or a
+section when the query is judged by section) by their best chunk. Reported per mode: nDCG@10,
+MRR@10, Recall@100 and the latency of ranking a query (plan, both arms, fusion, record lookup).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tui_search.config import Settings, user_cache_dir
+from tui_search.core.errors import DatasetError
+from tui_search.core.indexer import Progress
+from tui_search.core.metrics import mrr_at_k, ndcg_at_k, percentile, recall_at_k
+
+MODES = ("keyword", "semantic", "hybrid")
+#: Bump when the BEIR -> markdown conversion changes (forces the generated workspace to be redone).
+CONVERSION_VERSION = "1"
+NDCG_K = 10
+MRR_K = 10
+RECALL_K = 100
+
+ProgressFn = Callable[[Progress], None]
+
+
+@dataclass(frozen=True)
+class ModeResult:
+    mode: str
+    ndcg_at_10: float
+    mrr_at_10: float
+    recall_at_100: float
+    p50_ms: float
+    p95_ms: float
+    #: Per query id: nDCG@10 (for paired comparisons between modes).
+    per_query: Mapping[str, float] = field(default_factory=dict, compare=False, repr=False)
+
+    def to_json(self) -> dict[str, float]:
+        return {
+            "ndcg@10": round(self.ndcg_at_10, 4),
+            "mrr@10": round(self.mrr_at_10, 4),
+            "recall@100": round(self.recall_at_100, 4),
+            "p50_ms": round(self.p50_ms, 2),
+            "p95_ms": round(self.p95_ms, 2),
+        }
+
+
+@dataclass(frozen=True)
+class EvalReport:
+    dataset: str
+    kind: str  # "beir" | "workspace"
+    split: str
+    queries: int
+    documents: int
+    chunks: int
+    model: str
+    index_dir: str
+    modes: dict[str, ModeResult]
+    warnings: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "dataset": self.dataset,
+            "kind": self.kind,
+            "split": self.split,
+            "queries": self.queries,
+            "documents": self.documents,
+            "chunks": self.chunks,
+            "model": self.model,
+            "modes": {m: r.to_json() for m, r in self.modes.items()},
+            "warnings": list(self.warnings),
+        }
+
+    def table(self) -> str:
+        head = f"{self.dataset} ({self.kind}, {self.split} split): {self.queries} queries, "
+        head += f"{self.documents} documents, {self.chunks} chunks; model {Path(self.model).name}"
+        cols = ("mode", "nDCG@10", "MRR@10", "Recall@100", "p50 ms", "p95 ms")
+        rows = [
+            (
+                r.mode,
+                f"{r.ndcg_at_10:.3f}",
+                f"{r.mrr_at_10:.3f}",
+                f"{r.recall_at_100:.3f}",
+                f"{r.p50_ms:.1f}",
+                f"{r.p95_ms:.1f}",
+            )
+            for r in self.modes.values()
+        ]
+        widths = [max(len(c), *(len(row[i]) for row in rows)) for i, c in enumerate(cols)]
+        lines = [head, ""]
+        lines.append(
+            "  ".join(
+                c.ljust(w) if i == 0 else c.rjust(w)
+                for i, (c, w) in enumerate(zip(cols, widths, strict=True))
+            )
+        )
+        lines.append("  ".join("-" * w for w in widths))
+        for row in rows:
+            lines.append(
+                "  ".join(
+                    v.ljust(w) if i == 0 else v.rjust(w)
+                    for i, (v, w) in enumerate(zip(row, widths, strict=True))
+                )
+            )
+        lines.extend(f"warning: {w}" for w in self.warnings)
+        return "\n".join(lines)
+
+
+# -- dataset files -----------------------------------------------------------------------------
+def _iter_jsonl(path: Path) -> Iterator[dict[str, Any]]:
+    try:
+        with path.open(encoding="utf-8") as fh:
+            for n, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise DatasetError(f"{path}:{n}: not valid JSON ({exc.msg})") from exc
+                if not isinstance(obj, dict) or "_id" not in obj:
+                    raise DatasetError(f"{path}:{n}: expected an object with an _id")
+                yield obj
+    except OSError as exc:
+        raise DatasetError(f"cannot read {path}: {exc.strerror or exc}") from exc
+
+
+def load_queries(path: Path) -> dict[str, str]:
+    return {str(o["_id"]): str(o.get("text") or "") for o in _iter_jsonl(path)}
+
+
+def load_qrels(path: Path) -> dict[str, dict[str, float]]:
+    """query id -> {corpus id: grade}; only grades > 0 are kept. The first line is a header."""
+    out: dict[str, dict[str, float]] = {}
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise DatasetError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    for n, line in enumerate(lines[1:], 2):
+        if not line.strip():
+            continue
+        parts = line.rstrip("\n").split("\t")
+        if len(parts) < 3:
+            raise DatasetError(f"{path}:{n}: expected query-id<TAB>corpus-id<TAB>score")
+        try:
+            grade = float(parts[2])
+        except ValueError as exc:
+            raise DatasetError(f"{path}:{n}: the score {parts[2]!r} is not a number") from exc
+        if grade > 0:
+            out.setdefault(parts[0].strip(), {})[parts[1].strip()] = grade
+    return out
+
+
+def split_files(dataset: Path, split: str) -> tuple[Path, Path]:
+    if split == "test":
+        return dataset / "queries.jsonl", dataset / "qrels.tsv"
+    if split == "train":
+        return dataset / "queries.train.jsonl", dataset / "qrels.train.tsv"
+    raise DatasetError(f"unknown split {split!r}; use test or train")
+
+
+def dataset_kind(dataset: Path) -> str:
+    if not dataset.is_dir():
+        raise DatasetError(f"{dataset} is not a folder")
+    if (dataset / "workspace").is_dir():
+        return "workspace"
+    if (dataset / "corpus.jsonl").is_file():
+        return "beir"
+    raise DatasetError(
+        f"{dataset} is neither a BEIR folder (corpus.jsonl) nor a workspace evaluation (workspace/)"
+    )
+
+
+# -- BEIR corpus -> markdown workspace ---------------------------------------------------------
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def file_name_for(corpus_id: str) -> str:
+    """A safe, unique file name for a corpus id (ids that need escaping get a hash suffix)."""
+    safe = _UNSAFE.sub("_", corpus_id)[:80]
+    if safe != corpus_id or not safe:
+        safe = f"{safe}-{hashlib.sha1(corpus_id.encode()).hexdigest()[:10]}"
+    return f"{safe}.md"
+
+
+def beir_markdown(title: str, text: str) -> str:
+    title = " ".join(title.split())
+    body = text.replace("\r\n", "\n").replace("\r", "\n").strip()
+    return f"# {title}\n\n{body}\n" if title else f"{body}\n"
+
+
+def dataset_cache_dir(dataset: Path) -> Path:
+    absolute = dataset.expanduser().resolve()
+    digest = hashlib.sha256(str(absolute).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    name = "".join(c if c.isalnum() or c in "-_" else "_" for c in absolute.name)[:40] or "dataset"
+    return user_cache_dir() / "eval" / f"{name}-{digest}"
+
+
+def materialize_beir(corpus: Path, workspace: Path, progress: ProgressFn) -> dict[str, str]:
+    """Write the corpus as markdown files (once; a stamp records the corpus it came from).
+
+    Returns file path (workspace-relative) -> corpus id.
+    """
+    try:
+        st = corpus.stat()
+    except OSError as exc:
+        raise DatasetError(f"cannot read {corpus}: {exc.strerror or exc}") from exc
+    stamp_value = f"{CONVERSION_VERSION}:{corpus.resolve()}:{st.st_size}:{st.st_mtime_ns}"
+    stamp = workspace.parent / "workspace.stamp"
+    id_map_file = workspace.parent / "ids.json"
+    if (
+        stamp.is_file()
+        and id_map_file.is_file()
+        and workspace.is_dir()
+        and stamp.read_text(encoding="utf-8") == stamp_value
+    ):
+        return dict(json.loads(id_map_file.read_text(encoding="utf-8")))
+    workspace.mkdir(parents=True, exist_ok=True)
+    progress(Progress("scan", 0, 0, "converting the corpus to markdown"))
+    id_map: dict[str, str] = {}
+    wanted: set[str] = set()
+    for n, obj in enumerate(_iter_jsonl(corpus)):
+        cid = str(obj["_id"])
+        name = file_name_for(cid)
+        if name in id_map and id_map[name] != cid:
+            raise DatasetError(f"corpus ids {id_map[name]!r} and {cid!r} map to the same file")
+        id_map[name] = cid
+        wanted.add(name)
+        content = beir_markdown(str(obj.get("title") or ""), str(obj.get("text") or ""))
+        target = workspace / name
+        data = content.encode("utf-8")
+        try:
+            if not target.is_file() or target.read_bytes() != data:
+                target.write_bytes(data)
+        except OSError as exc:
+            raise DatasetError(f"cannot write {target}: {exc.strerror or exc}") from exc
+        if n % 500 == 0:
+            progress(Progress("scan", n, 0, f"converting the corpus to markdown ({n} documents)"))
+    for old in workspace.iterdir():
+        if old.name not in wanted and old.suffix == ".md":
+            old.unlink()
+    id_map_file.write_text(json.dumps(id_map), encoding="utf-8")
+    stamp.write_text(stamp_value, encoding="utf-8")
+    return id_map
+
+
+# -- judged units ------------------------------------------------------------------------------
+def resolve_workspace_qrels(
+    qrels: dict[str, dict[str, float]], files: Mapping[str, Any], sections: set[str]
+) -> tuple[dict[str, dict[str, float]], list[str]]:
+    """Accept file paths, doc ids (path without extension) and section ids; warn on unknown ids."""
+    by_doc = {rec.doc: path for path, rec in files.items()}
+    out: dict[str, dict[str, float]] = {}
+    unknown: list[str] = []
+    for qid, judged in qrels.items():
+        fixed: dict[str, float] = {}
+        for cid, grade in judged.items():
+            cid_n = cid.lstrip("./") if cid.startswith("./") else cid
+            if cid_n in files or cid_n in sections:
+                fixed[cid_n] = grade
+            elif cid_n in by_doc:
+                fixed[by_doc[cid_n]] = grade
+            else:
+                unknown.append(cid)
+        if fixed:
+            out[qid] = fixed
+    return out, unknown
+
+
+# -- the run -----------------------------------------------------------------------------------
+def run_evaluation(
+    dataset: Path,
+    *,
+    settings: Settings,
+    modes: list[str],
+    split: str = "test",
+    progress: ProgressFn | None = None,
+    engine_factory: Callable[[Settings], Any] | None = None,
+) -> EvalReport:
+    """Index the dataset (cached), search every judged query in every mode, and score it."""
+    from tui_search.core.engine import SearchEngine, plan_plain
+
+    emit: ProgressFn = progress or (lambda p: None)
+    bad = [m for m in modes if m not in MODES]
+    if bad or not modes:
+        raise DatasetError(f"unknown mode {', '.join(bad) or '(none)'}; use {', '.join(MODES)}")
+    dataset = dataset.expanduser()
+    kind = dataset_kind(dataset)
+    queries_file, qrels_file = split_files(dataset, split)
+    for f in (queries_file, qrels_file):
+        if not f.is_file():
+            raise DatasetError(f"{dataset} has no {f.name} (needed for the {split} split)")
+    queries = load_queries(queries_file)
+    qrels = load_qrels(qrels_file)
+    warnings: list[str] = []
+
+    if kind == "beir":
+        base = settings.index_dir.expanduser() if settings.index_dir else dataset_cache_dir(dataset)
+        workspace = base / "workspace"
+        id_map = materialize_beir(dataset / "corpus.jsonl", workspace, emit)
+        run_settings = dataclasses.replace(settings, workspace=workspace, index_dir=base / "index")
+    else:
+        workspace = dataset / "workspace"
+        id_map = {}
+        run_settings = dataclasses.replace(settings, workspace=workspace.resolve())
+
+    factory = engine_factory or SearchEngine
+    engine = factory(run_settings)
+    try:
+        engine.sync(emit)
+        store = engine.indexer.store
+        files = store.files()
+        if kind == "beir":
+            path_to_id = {p: id_map[p] for p in files if p in id_map}
+            known_ids = set(path_to_id.values())
+            missing = {c for judged in qrels.values() for c in judged if c not in known_ids}
+            if missing:
+                warnings.append(f"{len(missing)} judged corpus ids are not in the corpus")
+            section_level: set[str] = set()
+        else:
+            path_to_id = {p: p for p in files}
+            section_level = {r[0] for r in store.execute("SELECT DISTINCT section_id FROM chunks")}
+            qrels, unknown = resolve_workspace_qrels(qrels, files, section_level)
+            if unknown:
+                shown = ", ".join(sorted(set(unknown))[:5])
+                warnings.append(f"{len(set(unknown))} judged ids are not in the workspace: {shown}")
+        judged = [(qid, queries[qid]) for qid in queries if qid in qrels and queries[qid].strip()]
+        no_text = [qid for qid in qrels if qid not in queries]
+        if no_text:
+            warnings.append(f"{len(no_text)} judged query ids have no query text")
+        if not judged:
+            raise DatasetError(f"{dataset}: no query has both text and relevance judgements")
+
+        results: dict[str, ModeResult] = {}
+        total = len(judged) * len(modes)
+        done = 0
+        for mode in modes:
+            # warm up (searcher, query encoder) so the first query's latency is not an outlier
+            engine.rank(plan_plain(judged[0][1], engine.lexical_params), mode)
+            ndcgs: dict[str, float] = {}
+            mrrs: list[float] = []
+            recalls: list[float] = []
+            times: list[float] = []
+            for qid, text in judged:
+                relevant = qrels[qid]
+                by_section = kind == "workspace" and any(
+                    c in section_level and c not in files for c in relevant
+                )
+                started = time.perf_counter()
+                plan = plan_plain(text, engine.lexical_params)
+                ranked, _ = engine.rank(plan, mode)
+                records = store.chunks_by_keys(s.key for s in ranked)
+                times.append((time.perf_counter() - started) * 1000)
+                units: list[str] = []
+                seen: set[str] = set()
+                for s in ranked:
+                    rec = records.get(s.key)
+                    if rec is None:
+                        continue
+                    doc_id = path_to_id.get(rec.file_path)
+                    if doc_id is None:
+                        continue
+                    unit = doc_id if (not by_section or doc_id in relevant) else rec.section_id
+                    if unit not in seen:
+                        seen.add(unit)
+                        units.append(unit)
+                        if len(units) >= RECALL_K:
+                            break
+                ndcgs[qid] = ndcg_at_k(units, relevant, NDCG_K)
+                mrrs.append(mrr_at_k(units, relevant, MRR_K))
+                recalls.append(recall_at_k(units, relevant, RECALL_K))
+                done += 1
+                if done % 10 == 0 or done == total:
+                    emit(Progress("search", done, total, mode))
+            n = len(judged)
+            results[mode] = ModeResult(
+                mode=mode,
+                ndcg_at_10=sum(ndcgs.values()) / n,
+                mrr_at_10=sum(mrrs) / n,
+                recall_at_100=sum(recalls) / n,
+                p50_ms=percentile(times, 50),
+                p95_ms=percentile(times, 95),
+                per_query=ndcgs,
+            )
+        docs, chunks = store.counts()
+        model = engine.stats().model
+        emit(Progress("done", total, total))
+        return EvalReport(
+            dataset=dataset.name if kind == "beir" else str(dataset.name),
+            kind=kind,
+            split=split,
+            queries=len(judged),
+            documents=docs,
+            chunks=chunks,
+            model=str(model),
+            index_dir=str(engine.index_dir),
+            modes=results,
+            warnings=tuple(warnings),
+        )
+    finally:
+        engine.close()

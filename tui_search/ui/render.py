@@ -1,0 +1,265 @@
+"""Turn workspace text into safe, styled lines for the preview (runs in a worker thread).
+
+Workspace text is data: terminal control sequences are stripped (``sanitize_terminal``) and the
+text is handed to Rich's Markdown renderer, which never interprets Rich markup, so ``[bold]`` or
+``[link=...]`` in a note is shown as written. Only a window of the document around the selected
+section is rendered, so a 10,000-line file costs no more than a short one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from io import StringIO
+
+from rich.console import Console
+from rich.markdown import Markdown
+from rich.style import Style
+from rich.text import Text
+from rich.theme import Theme as RichTheme
+from textual.strip import Strip
+
+from tui_search.core.textsafe import sanitize_terminal
+
+#: Source lines rendered around the selected section (``m`` doubles it).
+DEFAULT_WINDOW = 400
+GUTTER = 2
+
+
+@dataclass(frozen=True)
+class PreviewStyles:
+    """Colours taken from the current Textual theme (resolved CSS variables)."""
+
+    primary: str = "#5FA8D3"
+    accent: str = "#F2B35E"
+    muted: str = "#8A93A0"
+    match_fg: str = "#F2B35E"
+    match_bg: str = "#4A3A1A"
+    marker: str = "#5FA8D3"
+    dark: bool = True
+
+    def rich_theme(self) -> RichTheme:
+        return RichTheme(
+            {
+                "markdown.h1": f"bold {self.primary}",
+                "markdown.h1.border": self.primary,
+                "markdown.h2": f"bold {self.primary}",
+                "markdown.h3": f"bold {self.accent}",
+                "markdown.h4": f"bold italic {self.accent}",
+                "markdown.h5": "italic",
+                "markdown.h6": "italic",
+                "markdown.code": f"bold {self.accent}",
+                "markdown.link": f"underline {self.primary}",
+                "markdown.link_url": f"underline {self.primary}",
+                "markdown.block_quote": self.muted,
+                "markdown.hr": self.muted,
+                "markdown.item.bullet": f"bold {self.accent}",
+                "markdown.item.number": f"bold {self.accent}",
+            }
+        )
+
+
+@dataclass(frozen=True)
+class SectionSpan:
+    section_id: str
+    line_start: int  # 1-based, in the file
+    line_end: int
+
+
+@dataclass(frozen=True)
+class DocumentMeta:
+    title: str = ""
+    tags: tuple[str, ...] = ()
+    links: tuple[str, ...] = ()  # already formatted "target#anchor (text)"
+
+
+@dataclass
+class RenderedPreview:
+    lines: list[Strip]
+    width: int
+    #: Rendered line where the selected section starts / ends (or 0, 0).
+    section_top: int = 0
+    section_bottom: int = 0
+    window: tuple[int, int] = (1, 1)
+    total_lines: int = 0
+    file_path: str = ""
+    section_id: str | None = None
+    truncated: bool = False
+    notes: list[str] = field(default_factory=list)
+
+
+def terms_pattern(terms: Iterable[str]) -> re.Pattern[str] | None:
+    """Matched terms (stems from the core) -> a regex for the words they start."""
+    cleaned = sorted({t for t in terms if t and len(t) > 1}, key=len, reverse=True)
+    if not cleaned:
+        return None
+    body = "|".join(re.escape(t) for t in cleaned)
+    return re.compile(rf"(?i)\b(?:{body})\w*")
+
+
+def split_front_matter(lines: Sequence[str]) -> int:
+    """The index of the first body line (0 when there is no YAML front matter)."""
+    if not lines or lines[0].strip() != "---":
+        return 0
+    for i in range(1, min(len(lines), 500)):
+        if lines[i].strip() in ("---", "..."):
+            return i + 1
+    return 0
+
+
+def choose_window(
+    total: int, body_start: int, selected: SectionSpan | None, boundaries: Sequence[int], size: int
+) -> tuple[int, int]:
+    """1-based inclusive source lines to render: the whole body if small, else around the section."""
+    first = body_start + 1
+    if total - first + 1 <= size:
+        return first, total
+    anchor = selected.line_start if selected else first
+    start = max(first, anchor - size // 8)
+    # snap to the section boundary at or before start, unless that goes far back
+    before = [b for b in boundaries if b <= start and b >= first]
+    if before and start - before[-1] < size // 2:
+        start = before[-1]
+    end = min(total, start + size - 1)
+    if selected and selected.line_end > end:
+        end = min(total, max(end, min(selected.line_end, start + 2 * size)))
+    after = [b - 1 for b in boundaries if b - 1 >= end]
+    if after and after[0] - end < size // 4:
+        end = min(total, after[0])
+    return start, end
+
+
+def _to_text(segment_lines: list[list]) -> list[Text]:  # type: ignore[type-arg]
+    out = []
+    for segs in segment_lines:
+        t = Text(no_wrap=True, end="")
+        for seg in segs:
+            if not seg.control:
+                t.append(seg.text, seg.style)
+        t.rstrip()
+        out.append(t)
+    return out
+
+
+def render_preview(
+    text: str,
+    *,
+    file_path: str,
+    width: int,
+    sections: Sequence[SectionSpan] = (),
+    selected: SectionSpan | None = None,
+    terms: Iterable[str] = (),
+    meta: DocumentMeta | None = None,
+    styles: PreviewStyles | None = None,
+    window: int = DEFAULT_WINDOW,
+) -> RenderedPreview:
+    styles = styles or PreviewStyles()
+    width = max(20, width)
+    inner = width - GUTTER
+    console = Console(
+        file=StringIO(),
+        width=inner,
+        color_system="truecolor",
+        theme=styles.rich_theme(),
+        force_terminal=True,
+        legacy_windows=False,
+        emoji=False,
+        highlight=False,
+    )
+    options = console.options.update(width=inner)
+    src = sanitize_terminal(text).replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    total = len(src)
+    body_start = split_front_matter(src)
+    boundaries = sorted({s.line_start for s in sections})
+    start, end = choose_window(total, body_start, selected, boundaries, window)
+    cuts = sorted({start, *(b for b in boundaries if start < b <= end)})
+    if selected and start < selected.line_start <= end:
+        cuts = sorted({*cuts, selected.line_start})
+    code_theme = "ansi_dark" if styles.dark else "ansi_light"
+    pattern = terms_pattern(terms)
+    match_style = Style.parse(f"bold {styles.match_fg} on {styles.match_bg}")
+    muted = Style.parse(styles.muted)
+    marker_style = Style.parse(f"bold {styles.marker}")
+
+    lines: list[tuple[Text, bool]] = []  # (text, in selected section)
+
+    def add(t: Text, marked: bool = False) -> None:
+        lines.append((t, marked))
+
+    meta = meta or DocumentMeta()
+    add(Text(meta.title or file_path, style=Style.parse(f"bold {styles.primary}"), no_wrap=True))
+    add(Text(file_path, style=muted, no_wrap=True))
+    if meta.tags:
+        tag_line = Text(no_wrap=True)
+        tag_line.append("tags ", style=muted)
+        for tag in meta.tags:
+            tag_line.append(f"#{sanitize_terminal(tag)}", style=Style.parse(styles.accent))
+            tag_line.append(" ")
+        add(tag_line)
+    add(Text("─" * inner, style=muted))
+    notes: list[str] = []
+    if start > body_start + 1:
+        note = f"… lines {body_start + 1}–{start - 1} not shown (press m for more)"
+        notes.append(note)
+        add(Text(note, style=muted))
+    section_top = section_bottom = 0
+    for i, cut in enumerate(cuts):
+        stop = cuts[i + 1] - 1 if i + 1 < len(cuts) else end
+        chunk = "\n".join(src[cut - 1 : stop])
+        if not chunk.strip():
+            continue
+        rendered = console.render_lines(
+            Markdown(chunk, code_theme=code_theme, hyperlinks=False), options, pad=False
+        )
+        in_sel = bool(selected and selected.line_start <= cut <= max(selected.line_end, selected.line_start))
+        if selected and cut == selected.line_start:
+            section_top = len(lines)
+        for t in _to_text(rendered):
+            add(t, in_sel)
+        if in_sel:
+            section_bottom = len(lines)
+        add(Text(""), False)
+    if end < total:
+        note = f"… lines {end + 1}–{total} not shown (press m for more)"
+        notes.append(note)
+        add(Text(note, style=muted))
+    if meta.links:
+        add(Text("─" * inner, style=muted))
+        add(Text(f"Links ({len(meta.links)})", style=Style.parse(f"bold {styles.primary}")))
+        for link in meta.links:
+            add(Text(f"  → {sanitize_terminal(link)}", no_wrap=True))
+
+    strips: list[Strip] = []
+    for t, marked in lines:
+        if pattern is not None:
+            t.highlight_regex(pattern, style=match_style)
+        row = Text(no_wrap=True, end="")
+        row.append("▌ " if marked else "  ", style=marker_style if marked else None)
+        row.append_text(t)
+        segments = list(row.render(console, end=""))
+        strips.append(Strip(segments, row.cell_len))
+    if selected and not section_bottom:
+        section_bottom = section_top
+    return RenderedPreview(
+        lines=strips,
+        width=max((s.cell_length for s in strips), default=width),
+        section_top=section_top,
+        section_bottom=section_bottom,
+        window=(start, end),
+        total_lines=total,
+        file_path=file_path,
+        section_id=selected.section_id if selected else None,
+        truncated=start > body_start + 1 or end < total,
+        notes=notes,
+    )
+
+
+def message_lines(message: str, width: int, style: str = "") -> list[Strip]:
+    """A plain (escaped) message as preview lines."""
+    console = Console(file=StringIO(), width=max(20, width), color_system="truecolor")
+    text = Text(sanitize_terminal(message), style=style)
+    return [
+        Strip(list(line))
+        for line in console.render_lines(text, console.options.update(width=max(20, width) - 2), pad=False)
+    ]
