@@ -1,0 +1,30 @@
+"""The core never imports Textual or Rich (checked in a clean interpreter per module)."""
+
+from __future__ import annotations
+
+import pkgutil
+import subprocess
+import sys
+
+import pytest
+
+import tui_search.core
+
+CORE_MODULES = sorted(
+    f"tui_search.core.{m.name}" for m in pkgutil.iter_modules(tui_search.core.__path__)
+) + ["tui_search.core", "tui_search.config", "tui_search.cli"]
+
+
+@pytest.mark.parametrize("module", CORE_MODULES)
+def test_core_module_is_ui_free(module: str) -> None:
+    code = (
+        f"import sys, importlib; importlib.import_module({module!r}); "
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'rich') "
+        "or m.startswith('tui_search.ui')); print(','.join(bad)); sys.exit(1 if bad else 0)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, f"{module} pulls in UI modules: {proc.stdout.strip()} {proc.stderr[-500:]}"
+
+
+def test_the_list_of_core_modules_is_not_empty() -> None:
+    assert "tui_search.core.engine" in CORE_MODULES and len(CORE_MODULES) > 8

@@ -1,0 +1,534 @@
+"""Watch the workspace with watchfiles and keep both indexes current, batch by batch.
+
+One background thread owns the watchfiles generator and is the only caller of the engine's
+writer (``engine.apply_paths`` / ``engine.sync``) while it runs:
+
+1. The watch is set up first (the notifier holds every change from then on), then, if asked,
+   the incremental ``engine.sync()`` reconciles what changed while nothing was running; so no
+   change falls in the gap between the two.
+2. watchfiles groups raw events: a batch ends once ``step`` ms pass without a new change, or
+   after ``debounce_ms`` at most (an editor's save burst is one batch).
+3. Each batch is reduced to workspace-relative POSIX paths the index cares about: markdown files
+   the workspace rules want, folders that were moved in (expanded into their markdown files,
+   walked with the same ignore rules) and folders that vanished (passed through; the indexer
+   removes everything known below them). Hidden paths, ignore-file exclusions and the index
+   folder never get that far. A change to a ``.gitignore`` / ``.tuisearchignore`` reloads the
+   rules and runs a full incremental sync.
+4. Paths are applied in slices of at most ``max_batch`` paths (files that exist first, vanished
+   ones last, so a moved file finds its old vectors and embeds nothing), so a 1,000-file burst is
+   written in a few commits and searches see progress in between.
+5. A slice that cannot be applied is never dropped: the index being busy (another process holds
+   the writer lock) keeps it pending and retries; any other failure schedules a full sync, retried
+   with a growing delay.
+
+A deleted workspace folder ends the watch with the state ``"error: workspace folder was
+deleted"`` (a clear message, never a traceback); the headless command then exits with status 1.
+
+UI-free: no Textual, no Rich. Callbacks run on the watcher thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import watchfiles
+
+from tui_search.core.errors import IndexBusyError
+from tui_search.core.indexer import SyncReport
+from tui_search.core.workspace import IGNORE_FILES, is_markdown
+
+#: Most paths handed to one ``apply_paths`` call (one commit to both indexes).
+MAX_BATCH = 300
+#: watchfiles ends a batch after this many quiet milliseconds.
+STEP_MS = 50
+#: The watcher wakes up this often when nothing happens (retries, workspace-deleted check).
+IDLE_TICK_MS = 300
+#: First delay before a failed write is retried; doubles up to the maximum.
+RETRY_FIRST_S = 1.0
+RETRY_MAX_S = 60.0
+
+DELETED_MESSAGE = "workspace folder was deleted"
+
+STATE_RECONCILING = "reconciling"
+STATE_WATCHING = "watching"
+STATE_STOPPED = "stopped"
+STATE_IDLE = "idle"
+
+
+@dataclass(frozen=True)
+class BatchReport:
+    """One applied batch: what changed in the index and what it cost."""
+
+    changed: list[str]
+    removed: list[str]
+    embedded: int
+    #: Chunks in the whole index after the batch (as in ``SyncReport.chunks``).
+    chunks: int
+    took_ms: float
+    #: Files that could not be read (permission denied, too big...): (path, reason).
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "changed": list(self.changed),
+            "removed": list(self.removed),
+            "embedded": self.embedded,
+            "chunks": self.chunks,
+            "took_ms": round(self.took_ms, 1),
+        }
+        if self.skipped:
+            out["skipped"] = [{"path": p, "reason": r} for p, r in self.skipped]
+        return out
+
+    @classmethod
+    def from_sync(cls, report: SyncReport) -> BatchReport:
+        return cls(
+            changed=list(report.changed_files),
+            removed=list(report.removed_files),
+            embedded=report.embedded,
+            chunks=report.chunks,
+            took_ms=report.took_ms,
+            skipped=[(s.path, s.reason) for s in report.skipped],
+        )
+
+    def summary(self) -> str:
+        """A short human line, e.g. for a status bar or the headless command."""
+        parts = []
+        if self.changed:
+            parts.append(f"{len(self.changed)} changed")
+        if self.removed:
+            parts.append(f"{len(self.removed)} removed")
+        what = ", ".join(parts) or "no changes"
+        return f"{what}; {self.embedded} embedded, {self.chunks} chunks, {self.took_ms:.0f} ms"
+
+
+@dataclass
+class _Plan:
+    """A batch reduced to what the indexer needs."""
+
+    present: dict[str, None] = field(default_factory=dict)  # files/folders that exist
+    gone: dict[str, None] = field(default_factory=dict)  # files/folders that vanished
+    rules_changed: bool = False
+
+
+class WorkspaceWatcher:
+    """Keep an engine's indexes in line with its workspace from a background thread."""
+
+    def __init__(
+        self,
+        engine: Any,
+        *,
+        debounce_ms: int = 250,
+        on_batch: Callable[[BatchReport], None] | None = None,
+        on_state: Callable[[str], None] | None = None,
+        on_error: Callable[[str], None] | None = None,
+        max_batch: int = MAX_BATCH,
+        force_polling: bool | None = None,
+    ) -> None:
+        self.engine = engine
+        self.debounce_ms = max(int(debounce_ms), 1)
+        self.step_ms = min(STEP_MS, self.debounce_ms)
+        self.on_batch = on_batch
+        self.on_state = on_state
+        self.on_error = on_error
+        self.max_batch = max(1, max_batch)
+        self.force_polling = force_polling
+        self.root: Path = engine.workspace.root
+        self._root_str = str(self.root)
+        index_dir = Path(engine.indexer.index_dir)
+        self._index_dir_str = str(index_dir.resolve()) if index_dir.exists() else str(index_dir)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._state = STATE_IDLE
+        self._state_lock = threading.Lock()
+        # work that is owed to the index (only touched by the watcher thread)
+        self._pending: dict[str, None] = {}
+        self._need_sync = False
+        self._retry_at = 0.0
+        self._retry_delay = RETRY_FIRST_S
+        self._busy_reported = False
+
+    # -- public API ---------------------------------------------------------------------
+    @property
+    def state(self) -> str:
+        with self._state_lock:
+            return self._state
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def start(self, reconcile: bool = True) -> None:
+        """Start watching in a background thread (returns at once)."""
+        if self.running:
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(
+            target=self._run, args=(reconcile,), name="tui-search-watcher", daemon=True
+        )
+        self._thread.start()
+
+    def stop(self, timeout: float | None = 30.0) -> None:
+        """Stop watching: signal watchfiles' stop event and wait for the thread.
+
+        A write in progress is finished first (a slice of at most ``max_batch`` files).
+        """
+        self._stop.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until the watcher thread has ended; True if it has."""
+        thread = self._thread
+        if thread is None:
+            return True
+        thread.join(timeout)
+        return not thread.is_alive()
+
+    # -- state and callbacks -------------------------------------------------------------
+    def _set_state(self, state: str) -> None:
+        with self._state_lock:
+            if state == self._state:
+                return
+            self._state = state
+        if self.on_state is not None:
+            try:
+                self.on_state(state)
+            except Exception:  # noqa: BLE001 - a broken callback must not kill the watcher
+                pass
+
+    def _error(self, message: str) -> None:
+        if self.on_error is not None:
+            try:
+                self.on_error(message)
+            except Exception:  # noqa: BLE001
+                pass
+
+    def _report(self, report: BatchReport) -> None:
+        if self.on_batch is not None:
+            try:
+                self.on_batch(report)
+            except Exception:  # noqa: BLE001
+                pass
+
+    # -- paths ---------------------------------------------------------------------------
+    def to_rel(self, path: str) -> str | None:
+        """Workspace-relative POSIX path of an absolute path; "" for the root, None outside."""
+        if path == self._root_str:
+            return ""
+        prefix = self._root_str.rstrip(os.sep) + os.sep
+        if not path.startswith(prefix):
+            return None
+        rel = path[len(prefix) :]
+        return rel.replace(os.sep, "/") if os.sep != "/" else rel
+
+    def _in_index_dir(self, path: str) -> bool:
+        d = self._index_dir_str
+        return path == d or path.startswith(d.rstrip(os.sep) + os.sep)
+
+    def _is_ignore_file(self, rel: str) -> bool:
+        head, _, name = rel.rpartition("/")
+        if name not in IGNORE_FILES:
+            return False
+        return not head or not self.engine.workspace.rules.is_ignored(head, is_dir=True)
+
+    def wants_event(self, change: watchfiles.Change, path: str) -> bool:
+        """The watch filter: is this raw event worth waking up for?"""
+        if self._in_index_dir(path):
+            return False
+        rel = self.to_rel(path)
+        if rel is None:
+            return False
+        if rel == "":
+            return True  # the workspace itself (deleted, renamed)
+        if self._is_ignore_file(rel):
+            return True
+        rules = self.engine.workspace.rules
+        if is_markdown(rel):
+            # a folder named like a file is checked again when the batch is planned
+            return not rules.is_ignored(rel, is_dir=False) or os.path.isdir(path)
+        if change == watchfiles.Change.deleted or not os.path.lexists(path):
+            # something non-markdown that vanished matters only if it was a folder
+            return not rules.is_ignored(rel, is_dir=True)
+        if os.path.isdir(path):
+            return not rules.is_ignored(rel, is_dir=True)
+        return False  # images, temporary files of atomic saves, ...
+
+    def _known_below(self, rel: str) -> bool:
+        """Does the index hold any file below folder ``rel``?"""
+        # '/' + 1 == '0': every path starting with "rel/" sorts between these two bounds
+        row = self.engine.indexer.store.execute(
+            "SELECT 1 FROM files WHERE path > ? AND path < ? LIMIT 1", (rel + "/", rel + "0")
+        ).fetchone()
+        return row is not None
+
+    def _walk(self, rel_dir: str) -> Iterable[str]:
+        """The markdown files below a folder, with the workspace's ignore rules."""
+        ws = self.engine.workspace
+        top = self.root / rel_dir
+        seen: set[Path] = set()
+        for dirpath, dirnames, filenames in os.walk(top, followlinks=True):
+            current = Path(dirpath)
+            try:
+                real = current.resolve()
+            except OSError:
+                dirnames[:] = []
+                continue
+            if real in seen or not ws.inside(current):
+                dirnames[:] = []
+                continue
+            seen.add(real)
+            rel_here = current.relative_to(self.root).as_posix()
+            dirnames[:] = [
+                d
+                for d in sorted(dirnames)
+                if not ws.rules.is_ignored(f"{rel_here}/{d}", is_dir=True)
+            ]
+            for name in sorted(filenames):
+                rel = f"{rel_here}/{name}"
+                if ws.wants(rel):
+                    yield rel
+
+    def plan(self, changes: Iterable[tuple[watchfiles.Change, str]]) -> _Plan:
+        """Reduce raw changes to the workspace paths the indexer must look at."""
+        plan = _Plan()
+        ws = self.engine.workspace
+        for _change, path in sorted(changes, key=lambda c: c[1]):
+            rel = self.to_rel(path)
+            if not rel or self._in_index_dir(path):
+                continue
+            if self._is_ignore_file(rel):
+                plan.rules_changed = True
+                continue
+            if os.path.isdir(path):
+                if ws.rules.is_ignored(rel, is_dir=True):
+                    continue
+                # moved or copied in: its files raised no events of their own
+                plan.present[rel] = None
+                for f in self._walk(rel):
+                    plan.present[f] = None
+            elif ws.wants(rel):
+                (plan.present if os.path.lexists(path) else plan.gone)[rel] = None
+            elif not os.path.lexists(path) and self._known_below(rel):
+                plan.gone[rel] = None  # a folder that vanished (deleted or moved out)
+        return plan
+
+    # -- the thread ----------------------------------------------------------------------
+    def _run(self, reconcile: bool) -> None:
+        try:
+            if not self.root.is_dir():
+                self._fail(DELETED_MESSAGE)
+                return
+            self._need_sync = reconcile
+            restarts = 0
+            while not self._stop.is_set():
+                try:
+                    self._watch_loop(force_polling=self.force_polling if restarts == 0 else True)
+                    break
+                except Exception as exc:  # noqa: BLE001 - the notifier failed; say so, retry
+                    if self._stop.is_set():
+                        break
+                    if not self.root.is_dir():
+                        self._fail(DELETED_MESSAGE)
+                        return
+                    restarts += 1
+                    if restarts > 3:
+                        self._fail(f"the file watcher failed: {exc}")
+                        return
+                    self._error(f"the file watcher failed ({exc}); restarting it with polling")
+                    # events may have been missed: reconcile once it runs again
+                    self._need_sync = True
+                    self._stop.wait(min(5.0, 0.5 * restarts))
+            if self.state != STATE_STOPPED and not self.state.startswith("error"):
+                self._set_state(STATE_STOPPED)
+        finally:
+            with contextlib.suppress(Exception):
+                self.engine.indexer.store.close()  # this thread's SQLite connection only
+
+    def _fail(self, message: str) -> None:
+        self._error(message)
+        self._set_state(f"error: {message}")
+
+    def _watch_loop(self, *, force_polling: bool | None) -> None:
+        first = True
+        for changes in watchfiles.watch(
+            self.root,
+            stop_event=self._stop,
+            debounce=self.debounce_ms,
+            step=self.step_ms,
+            rust_timeout=IDLE_TICK_MS,
+            yield_on_timeout=True,
+            raise_interrupt=False,
+            watch_filter=self.wants_event,
+            recursive=True,
+            force_polling=force_polling,
+            ignore_permission_denied=True,
+        ):
+            if self._stop.is_set():
+                return
+            if not self.root.is_dir():
+                self._fail(DELETED_MESSAGE)
+                self._stop.set()
+                return
+            if first:
+                # the notifier is set up now: changes from here on are queued while we sync
+                first = False
+                if self._need_sync:
+                    self._set_state(STATE_RECONCILING)
+                    self._full_sync()
+                self._set_state(STATE_WATCHING)
+            if changes:
+                plan = self.plan(changes)
+                if plan.rules_changed:
+                    self.engine.workspace.rules.invalidate()
+                    self._need_sync = True
+                self._pending.update(plan.present)
+                self._pending.update(plan.gone)
+            self._drain()
+
+    def _exists(self, rel: str) -> bool:
+        return os.path.lexists(self.root / rel)
+
+    def _drain(self) -> None:
+        """Apply what is owed, slice by slice, unless waiting for a retry."""
+        if time.monotonic() < self._retry_at:
+            return
+        if self._need_sync and not self._full_sync():
+            return
+        while self._pending and not self._stop.is_set():
+            # paths that exist first, vanished ones last: a file moved in a burst larger than one
+            # slice still finds its old vectors (reused by content hash, nothing re-embedded)
+            ordered = sorted(self._pending, key=lambda p: not self._exists(p))
+            part = ordered[: self.max_batch]
+            try:
+                report = self.engine.apply_paths(part)
+            except IndexBusyError as exc:
+                self._schedule_retry(str(exc), busy=True)
+                return
+            except Exception as exc:  # noqa: BLE001 - never lose the change: sync later
+                self._error(f"could not apply changes ({exc}); a full sync will follow")
+                self._need_sync = True
+                self._schedule_retry(None)
+                return
+            for p in part:
+                self._pending.pop(p, None)
+            self._succeeded()
+            if report.changed_files or report.removed_files or report.embedded:
+                self._report(BatchReport.from_sync(report))
+
+    def _full_sync(self) -> bool:
+        try:
+            report = self.engine.sync()
+        except IndexBusyError as exc:
+            self._schedule_retry(str(exc), busy=True)
+            return False
+        except Exception as exc:  # noqa: BLE001
+            self._error(f"could not sync the index ({exc}); will retry")
+            self._schedule_retry(None)
+            return False
+        self._need_sync = False
+        self._pending.clear()  # the sync looked at every path
+        self._succeeded()
+        if report.changed_files or report.removed_files or report.embedded:
+            self._report(BatchReport.from_sync(report))
+        return True
+
+    def _schedule_retry(self, busy_message: str | None, *, busy: bool = False) -> None:
+        if busy and busy_message and not self._busy_reported:
+            self._error(f"{busy_message}; changes are kept and retried")
+            self._busy_reported = True
+        self._retry_at = time.monotonic() + self._retry_delay
+        self._retry_delay = min(self._retry_delay * 2, RETRY_MAX_S)
+
+    def _succeeded(self) -> None:
+        self._retry_at = 0.0
+        self._retry_delay = RETRY_FIRST_S
+        self._busy_reported = False
+
+
+# -- headless: ``tui-search index --watch [--json]`` ------------------------------------------
+def run_headless_watch(engine: Any, *, json_lines: bool = False) -> int:
+    """Watch until Ctrl-C or SIGTERM; print one line per applied batch.
+
+    With ``json_lines`` each batch is one JSON object on stdout; otherwise a short human line.
+    Notices go to stderr. Returns 0 when stopped by the user, 1 when the watch cannot go on
+    (the workspace folder was deleted, the notifier keeps failing).
+    """
+    done = threading.Event()
+    out_lock = threading.Lock()
+    failure: list[str] = []
+
+    def emit(line: str, stream: Any) -> None:
+        with out_lock:
+            try:
+                print(line, file=stream, flush=True)
+            except (BrokenPipeError, ValueError):
+                done.set()
+
+    def on_batch(report: BatchReport) -> None:
+        if json_lines:
+            emit(json.dumps(report.to_json(), ensure_ascii=False), sys.stdout)
+        else:
+            names = ", ".join((report.changed + [f"-{p}" for p in report.removed])[:5])
+            more = len(report.changed) + len(report.removed) - 5
+            if more > 0:
+                names += f" (+{more} more)"
+            emit(f"{time.strftime('%H:%M:%S')} {report.summary()}: {names}", sys.stdout)
+            for path, reason in report.skipped:
+                emit(f"skipped {path}: {reason}", sys.stdout)
+
+    def on_state(state: str) -> None:
+        if state == STATE_WATCHING and not json_lines:
+            emit(f"watching {engine.workspace.root} (Ctrl-C to stop)", sys.stderr)
+        elif state.startswith("error: "):
+            failure.append(state[len("error: ") :])
+            done.set()
+        elif state == STATE_STOPPED:
+            done.set()
+
+    def on_error(message: str) -> None:
+        if message == DELETED_MESSAGE:
+            return  # reported once, with the exit, below
+        emit(f"tui-search: warning: {message}", sys.stderr)
+
+    watcher = WorkspaceWatcher(
+        engine,
+        debounce_ms=int(getattr(engine.settings, "debounce_ms", 250)),
+        on_batch=on_batch,
+        on_state=on_state,
+        on_error=on_error,
+    )
+    previous: Any = None
+    in_main = threading.current_thread() is threading.main_thread()
+    if in_main:
+        previous = signal.signal(signal.SIGTERM, lambda signum, frame: done.set())
+    try:
+        watcher.start(reconcile=True)
+        try:
+            while not done.wait(0.5):
+                if not watcher.running:
+                    break
+        except KeyboardInterrupt:
+            pass
+    finally:
+        watcher.stop()
+        if in_main:
+            signal.signal(signal.SIGTERM, previous)
+    if failure:
+        reason = failure[0]
+        if reason == DELETED_MESSAGE:
+            reason = f"the workspace folder {engine.workspace.root} was deleted; stopped watching"
+        emit(f"tui-search: error: {reason}", sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,81 @@
+"""The help screen: every key binding, by where it works."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.content import Content
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+HELP_SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
+    (
+        "Anywhere",
+        [
+            ("ctrl+g", "switch flat / grouped-by-document results"),
+            ("ctrl+t", "cycle search mode: hybrid → keyword → semantic"),
+            ("ctrl+r", "re-index the workspace"),
+            ("ctrl+p", "command palette (reindex, mode, theme, grouping)"),
+            ("tab / shift+tab", "next / previous pane"),
+            ("escape", "back to the query"),
+            ("f1 or ?", "this help (? outside the query bar)"),
+            ("ctrl+q", "quit"),
+        ],
+    ),
+    (
+        "Query bar",
+        [
+            ("type", "search as you type (hybrid by default)"),
+            ("up / down", "move through the results"),
+            ("enter", "show the selected section in the preview"),
+        ],
+    ),
+    (
+        "Results",
+        [
+            ("up / down, j / k", "move"),
+            ("pageup / pagedown, home / end", "move by page / to the ends"),
+            ("enter", "focus the preview at the selected section"),
+            ("e", "open the section in $EDITOR at its line (re-indexes on return)"),
+            ("y", "copy the section id"),
+        ],
+    ),
+    (
+        "Preview",
+        [
+            ("up / down, j / k, space", "scroll"),
+            ("m", "render more of a long document"),
+            ("s", "scroll back to the selected section"),
+            ("e / y", "edit / copy the selected section"),
+        ],
+    ),
+    (
+        "Mouse",
+        [("click", "select a result, focus a pane; the wheel scrolls")],
+    ),
+]
+
+
+def help_content() -> Content:
+    parts: list[Content] = []
+    for title, rows in HELP_SECTIONS:
+        parts.append(Content.styled(title, "bold $accent"))
+        for key, what in rows:
+            parts.append(Content.assemble("  ", (f"{key:<32}", "bold $primary"), what))
+        parts.append(Content(""))
+    parts.append(Content.styled("Press escape, q or f1 to close.", "$text-muted"))
+    return Content("\n").join(parts)
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,q,f1,question_mark", "dismiss", "Close help"),
+    ]
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="help-box"):
+            yield Static(Content.styled("tui-search — keys", "bold $primary"), id="help-title")
+            yield Static(help_content(), id="help-body")

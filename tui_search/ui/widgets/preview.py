@@ -1,0 +1,81 @@
+"""The preview pane: pre-rendered lines shown with the Line API (only visible lines are drawn)."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual.binding import Binding, BindingType
+from textual.geometry import Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from tui_search.ui.render import RenderedPreview, message_lines
+
+
+class PreviewPane(ScrollView, can_focus=True):
+    """Shows a ``RenderedPreview`` (built in a worker) or a message."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("j", "scroll_down", "Down", show=False),
+        Binding("k", "scroll_up", "Up", show=False),
+        Binding("space", "page_down", "Page down", show=False),
+        Binding("m", "more", "More context", tooltip="Render more of a long document"),
+        Binding("s", "to_section", "To section", tooltip="Scroll back to the selected section"),
+    ]
+
+    class MoreRequested(Message):
+        """The user asked to render a wider window of the document."""
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self._lines: list[Strip] = []
+        self.rendered: RenderedPreview | None = None
+        self._message = ""
+
+    def show_rendered(self, rendered: RenderedPreview, *, keep_scroll: bool = False) -> None:
+        previous = self.scroll_y
+        self.rendered = rendered
+        self._message = ""
+        self._lines = rendered.lines
+        self.virtual_size = Size(rendered.width, len(self._lines))
+        if keep_scroll:
+            self.scroll_to(y=previous, animate=False, immediate=True)
+        else:
+            self.scroll_to(x=0, y=max(0, rendered.section_top - 1), animate=False, immediate=True)
+        self.refresh()
+
+    def show_message(self, message: str) -> None:
+        self.rendered = None
+        self._message = message
+        self._lines = message_lines(message, self.size.width or 60)
+        self.virtual_size = Size(self.size.width, len(self._lines))
+        self.scroll_to(x=0, y=0, animate=False, immediate=True)
+        self.refresh()
+
+    def on_resize(self) -> None:
+        if self._message:
+            self.show_message(self._message)
+
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        index = y + scroll_y
+        width = self.size.width
+        if index >= len(self._lines):
+            return Strip.blank(width)
+        return self._lines[index].crop_extend(scroll_x, scroll_x + width, None)
+
+    def action_more(self) -> None:
+        if self.rendered is not None and self.rendered.truncated:
+            self.post_message(self.MoreRequested())
+        else:
+            self.notify("The whole document is shown.", timeout=2)
+
+    def action_to_section(self) -> None:
+        if self.rendered is not None:
+            self.scroll_to(y=max(0, self.rendered.section_top - 1), animate=False)
+
+    @property
+    def text_lines(self) -> list[str]:
+        """Plain text of the rendered lines (for tests)."""
+        return [s.text for s in self._lines]

@@ -1,0 +1,61 @@
+"""The status line: index state, watcher state, mode, grouping, result count and search time."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from textual.content import Content
+from textual.widgets import Static
+
+
+@dataclass(frozen=True)
+class StatusState:
+    documents: int | None = None
+    chunks: int | None = None
+    indexing: str = ""  # e.g. "indexing: embed 120/400"; empty when idle
+    watcher: str = "off"
+    mode: str = "hybrid"
+    grouped: bool = False
+    results: int | None = None
+    took_ms: float | None = None
+    error: str = ""
+
+
+class StatusLine(Static):
+    """One line under the panes; ``update_state(**changes)`` re-renders it."""
+
+    def __init__(self, *, show_timing: bool = True, **kwargs: object) -> None:
+        super().__init__("", **kwargs)  # type: ignore[arg-type]
+        self.state = StatusState()
+        self.show_timing = show_timing
+
+    def on_mount(self) -> None:
+        self._render_state()
+
+    def update_state(self, **changes: object) -> None:
+        self.state = replace(self.state, **changes)  # type: ignore[arg-type]
+        self._render_state()
+
+    def _render_state(self) -> None:
+        s = self.state
+        parts: list[Content] = []
+        if s.error:
+            parts.append(Content.styled(f"error: {s.error}", "bold $error"))
+        if s.documents is None:
+            parts.append(Content.styled("opening index…", "$text-muted"))
+        else:
+            parts.append(Content(f"{s.documents} docs · {s.chunks} chunks"))
+        if s.indexing:
+            parts.append(Content.styled(s.indexing, "$warning"))
+        watcher_style = "$success" if s.watcher == "watching" else "$text-muted"
+        if s.watcher.startswith("error"):
+            watcher_style = "$error"
+        parts.append(Content.assemble("watcher: ", (s.watcher, watcher_style)))
+        parts.append(Content.assemble("mode: ", (s.mode, "bold $accent")))
+        parts.append(Content.styled("grouped" if s.grouped else "flat", "$primary"))
+        if s.results is not None:
+            found = f"{s.results} result{'s' if s.results != 1 else ''}"
+            if self.show_timing and s.took_ms is not None:
+                found += f" in {s.took_ms:.0f} ms"
+            parts.append(Content(found))
+        self.update(Content("  │  ").join(parts))
