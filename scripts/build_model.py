@@ -139,6 +139,7 @@ def main() -> int:
     ap.add_argument("--sif", type=float, default=1e-4, help="SIF coefficient a")
     ap.add_argument("--quantize", default="float16", choices=["float32", "float16", "int8"])
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     ap.add_argument("--out", default=str(DEFAULT_OUT))
     ap.add_argument("--no-license", action="store_true", help="don't copy README/licence (scratch builds)")
     args = ap.parse_args()
@@ -153,7 +154,9 @@ def main() -> int:
 
     torch.manual_seed(args.seed)
     np.random.seed(args.seed)
-    torch.set_num_threads(os.cpu_count() or 1)
+    # torch's OpenMP pool collapses when the cores are shared with other busy processes;
+    # --threads 1 is slower on an idle machine but never pathological.
+    torch.set_num_threads(args.threads)
 
     path, upstream = teacher_path(args.teacher)
     pca = None if args.pca_dims.lower() == "none" else int(args.pca_dims)

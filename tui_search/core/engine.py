@@ -59,6 +59,8 @@ class QueryPlan:
     #: Keyword results must satisfy the expression exactly (boolean queries).
     strict: bool = False
     warnings: list[str] = field(default_factory=list)
+    #: Primary sort key per chunk (``related:`` link distance); ties ranked by score.
+    tiers: dict[str, int] | None = None
 
 
 def plan_plain(text: str, params: LexicalParams) -> QueryPlan:
@@ -70,6 +72,16 @@ def plan_plain(text: str, params: LexicalParams) -> QueryPlan:
         identifiers=identifiers_in(text),
         highlight_terms=set(terms),
     )
+
+
+def order_by_tier(ranked: list[Scored], tiers: dict[str, int] | None) -> list[Scored]:
+    """Sort by tier (e.g. link distance 1, 2, ...), then score; rescale so scores stay monotone."""
+    if not tiers or not ranked:
+        return ranked
+    lo, hi = min(tiers.values()), max(tiers.values())
+    for s in ranked:
+        s.score = (s.score + hi - tiers.get(s.key, hi)) / (hi - lo + 1)
+    return sorted(ranked, key=lambda s: (-s.score, tiers.get(s.key, hi), s.key))
 
 
 def encode_token(query_id: str, offset: int) -> str:
@@ -333,7 +345,7 @@ class SearchEngine:
                 for k, r in self.indexer.store.chunks_by_keys(s.key for s in scored).items()
             }
             apply_exact_boost(scored, texts, plan.identifiers, self.fusion.exact_boost)
-        return finalize(scored), weights
+        return order_by_tier(finalize(scored), plan.tiers), weights
 
     def _allowed_keys(self, plan: QueryPlan) -> set[str] | None:
         allowed = plan.allowed_keys
@@ -385,7 +397,7 @@ class SearchEngine:
         from tui_search.core.graph import LinkGraph
 
         stamp = self.indexer.store.execute(
-            "SELECT count(*), coalesce(sum(mtime_ns), 0), coalesce(group_concat(hash), '') FROM files"
+            "SELECT count(*), total(mtime_ns), coalesce(group_concat(hash), '') FROM files"
         ).fetchone()
         if self._graph_cache is None or stamp != self._graph_stamp:
             self._graph_cache = LinkGraph.from_files(self.indexer.store.files())

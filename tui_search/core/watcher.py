@@ -53,6 +53,10 @@ MAX_BATCH = 300
 STEP_MS = 50
 #: The watcher wakes up this often when nothing happens (retries, workspace-deleted check).
 IDLE_TICK_MS = 300
+#: A batch with a file that just vanished waits at most this long for it to come back (editors
+#: that save by renaming the old file away first), so the delete and the re-creation are one
+#: change; a file moved in the same batch is then applied together with its old path.
+MAX_HOLD_S = 2.0
 #: First delay before a failed write is retried; doubles up to the maximum.
 RETRY_FIRST_S = 1.0
 RETRY_MAX_S = 60.0
@@ -152,7 +156,9 @@ class WorkspaceWatcher:
         self._state = STATE_IDLE
         self._state_lock = threading.Lock()
         # work that is owed to the index (only touched by the watcher thread)
-        self._pending: dict[str, None] = {}
+        self._pending: dict[str, float] = {}  # path -> when it was (last) queued
+        self._hold_since: float | None = None
+        self._grace_s = self.debounce_ms / 1000
         self._need_sync = False
         self._retry_at = 0.0
         self._retry_delay = RETRY_FIRST_S
@@ -304,7 +310,10 @@ class WorkspaceWatcher:
         """Reduce raw changes to the workspace paths the indexer must look at."""
         plan = _Plan()
         ws = self.engine.workspace
-        for _change, path in sorted(changes, key=lambda c: c[1]):
+        kinds: dict[str, set[watchfiles.Change]] = {}
+        for change, path in changes:
+            kinds.setdefault(path, set()).add(change)
+        for path in sorted(kinds):
             rel = self.to_rel(path)
             if not rel or self._in_index_dir(path):
                 continue
@@ -312,6 +321,10 @@ class WorkspaceWatcher:
                 plan.rules_changed = True
                 continue
             if os.path.isdir(path):
+                if kinds[path] == {watchfiles.Change.modified}:
+                    continue  # a folder's own metadata; its files report their own changes
+                if not plan.present:
+                    ws.rules.invalidate()  # a folder moved in may bring its own ignore files
                 if ws.rules.is_ignored(rel, is_dir=True):
                     continue
                 # moved or copied in: its files raised no events of their own
@@ -393,8 +406,10 @@ class WorkspaceWatcher:
                 if plan.rules_changed:
                     self.engine.workspace.rules.invalidate()
                     self._need_sync = True
-                self._pending.update(plan.present)
-                self._pending.update(plan.gone)
+                now = time.monotonic()
+                for rel in [*plan.present, *plan.gone]:
+                    self._pending.pop(rel, None)
+                    self._pending[rel] = now
             self._drain()
 
     def _exists(self, rel: str) -> bool:
@@ -405,6 +420,8 @@ class WorkspaceWatcher:
         if time.monotonic() < self._retry_at:
             return
         if self._need_sync and not self._full_sync():
+            return
+        if self._holding():
             return
         while self._pending and not self._stop.is_set():
             # paths that exist first, vanished ones last: a file moved in a burst larger than one
@@ -426,6 +443,23 @@ class WorkspaceWatcher:
             self._succeeded()
             if report.changed_files or report.removed_files or report.embedded:
                 self._report(BatchReport.from_sync(report))
+
+    def _holding(self) -> bool:
+        """Wait a little while a file that just vanished may come back (see MAX_HOLD_S)."""
+        now = time.monotonic()
+        young = any(
+            now - queued < self._grace_s and not self._exists(p)
+            for p, queued in self._pending.items()
+        )
+        if not young:
+            self._hold_since = None
+            return False
+        if self._hold_since is None:
+            self._hold_since = now
+        if now - self._hold_since < MAX_HOLD_S:
+            return True
+        self._hold_since = None
+        return False
 
     def _full_sync(self) -> bool:
         try:

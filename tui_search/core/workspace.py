@@ -49,7 +49,14 @@ class IgnoreRules:
     def __init__(self, root: Path, extra_ignored: tuple[Path, ...] = ()) -> None:
         self.root = root
         self._specs: dict[str, pathspec.PathSpec] = {}
-        self._extra = tuple(p.resolve() for p in extra_ignored)
+        # extra ignored folders (the index dir) that sit inside the workspace, as relative paths
+        extra: list[str] = []
+        for p in extra_ignored:
+            try:
+                extra.append(p.resolve().relative_to(root.resolve()).as_posix())
+            except ValueError:
+                continue
+        self._extra = tuple(extra)
 
     def _spec_for(self, rel_dir: str, abs_dir: Path) -> pathspec.PathSpec | None:
         if rel_dir in self._specs:
@@ -71,10 +78,8 @@ class IgnoreRules:
         parts = rel_path.split("/")
         if any(part.startswith(".") for part in parts):
             return True
-        if self._extra:
-            absolute = (self.root / rel_path).resolve()
-            if any(absolute == e or e in absolute.parents for e in self._extra):
-                return True
+        if self._extra and any(rel_path == e or rel_path.startswith(e + "/") for e in self._extra):
+            return True
         # Check the rules of every ancestor folder against the path relative to it.
         for depth in range(len(parts)):
             rel_dir = "/".join(parts[:depth])

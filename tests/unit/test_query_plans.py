@@ -1,0 +1,141 @@
+"""Compiling queries into plans: plain text stays plain, operators compile, bad input falls back."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from whoosh import query as Q
+
+from tests.conftest import SAMPLE_WORKSPACE, FakeEmbedder
+from tui_search.config import Settings
+from tui_search.core.engine import SearchEngine, plan_plain
+from tui_search.core.query import compile_query, tokenize
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SearchEngine]:
+    base = tmp_path_factory.mktemp("qplans")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TUI_SEARCH_CACHE_DIR", str(base / "cache"))
+        mp.setenv("TUI_SEARCH_CONFIG_DIR", str(base / "config"))
+        ws = base / "ws"
+        shutil.copytree(SAMPLE_WORKSPACE, ws, symlinks=True)
+        eng = SearchEngine(Settings(workspace=ws, index_dir=base / "index"), embedder=FakeEmbedder())
+        eng.sync()
+        yield eng
+        eng.close()
+
+
+# Natural-language questions and claims with characters that are query syntax elsewhere.
+NATURAL = [
+    "Does IL-6 (interleukin 6) increase inflammation-related fibrosis?",
+    "5'-nucleotidase activity is NOT-reduced in patients: a review",
+    "Vitamin D and calcium do not reduce fracture risk or mortality",
+    "A high count raises vulnerability in homozygous alpha (+)- thalassemia subjects.",
+    "Replacing H2A with H2A.Z slows gene activation by stabilizing +1 nucleosomes.",
+    "E2f-1, -2, -3 TKO cells do not exhibit apoptosis",
+    'Mouse models can be generated using "artificial spermatids."',
+    'Cells cooperate to form "Van Gogh" bundles on soft media',
+    "Levels above 75 nmol/liter of 25(OH)D are unnecessary",
+    "Ratio of 3:1 at 12:30 in the study? see https://example.org/a?b=c",
+    "Genomic sequences in the ''progerinonly'' allele of Lmna knock-in models",
+    "What is the role of p75 NTR - associated cell death executor (NADE)?",
+    "Is 40mg/day of folic acid + 2mg/day of vitamin B12 effective?",
+    "Results: mice in vitro; note: related work by foo:bar and C# code",
+    "How does getUserById handle lumen.storage.s3 keys in snake_case_names?",
+    "glucose restriction to 0.05% reduces RLS (replicative life span) by 20-40%",
+    "issue #42 and 10% of cases -- or more",
+]
+
+
+@pytest.mark.parametrize("text", NATURAL)
+def test_natural_language_compiles_to_the_plain_plan(engine: SearchEngine, text: str) -> None:
+    plan = compile_query(text, engine)
+    plain = plan_plain(text, engine.lexical_params)
+    assert plan.keyword_query == plain.keyword_query
+    assert plan.semantic_text == plain.semantic_text
+    assert plan.identifiers == plain.identifiers
+    assert plan.highlight_terms == plain.highlight_terms
+    assert plan.filter_query is None and plan.mask_query is None and plan.allowed_keys is None
+    assert not plan.strict and plan.fixed_ranking is None and plan.mode is None
+    assert plan.warnings == []
+
+
+def test_empty_and_whitespace_queries(engine: SearchEngine) -> None:
+    for text in ("", "   ", "\t\n"):
+        plan = compile_query(text, engine)
+        assert plan.keyword_query is None and plan.warnings == []
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("(foo AND", "search term"),
+        ("(foo AND bar", "not closed"),
+        ("tag:", "tag: needs a value"),
+        ("backup AND", "search term"),
+        ("mode:fast pool", "not a mode"),
+        ("related:guides/setup depth:99", "depth"),
+    ],
+)
+def test_malformed_falls_back_to_literal_with_a_warning(
+    engine: SearchEngine, text: str, needle: str
+) -> None:
+    plan = compile_query(text, engine)
+    assert plan.keyword_query == plan_plain(text, engine.lexical_params).keyword_query
+    assert len(plan.warnings) == 1
+    assert needle in plan.warnings[0] and "literally" in plan.warnings[0]
+
+
+def test_boolean_plan_is_strict_and_filters_both_arms(engine: SearchEngine) -> None:
+    plan = compile_query("postgres AND backup NOT tag:runbook", engine)
+    assert plan.strict
+    assert plan.filter_query is not None  # NOT tag:runbook restricts the semantic arm too
+    assert plan.semantic_text == "postgres backup"
+    assert {"postgr", "backup"} <= plan.highlight_terms
+
+
+def test_phrase_next_to_words_is_ranked_but_alone_is_exact(engine: SearchEngine) -> None:
+    alone = compile_query('"connection pool"', engine)
+    assert isinstance(alone.keyword_query, Q.Or)
+    assert any(isinstance(q, Q.Phrase) for q in alone.keyword_query.subqueries)
+    required = compile_query('sizing +"connection pool"', engine)
+    assert "connect pool" in str(required.keyword_query) and required.strict
+
+
+def test_directives_set_mode_weights_explain(engine: SearchEngine) -> None:
+    plan = compile_query("pool mode:keyword weights:1,3 explain:true", engine)
+    assert plan.mode == "keyword" and plan.weights == (0.25, 0.75) and plan.explain
+    assert plan.keyword_query == plan_plain("pool", engine.lexical_params).keyword_query
+
+
+def test_unknown_document_warns_without_falling_back(engine: SearchEngine) -> None:
+    plan = compile_query("related:no/such/doc", engine)
+    assert any("no such document" in w for w in plan.warnings)
+    assert plan.fixed_ranking == []
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.one_of(
+        st.text(max_size=50),
+        st.lists(
+            st.sampled_from(
+                list('ab ()"+-#:*') + ["AND", "OR", "NOT", " ", "tag:", "in:", "under:", "related:",
+                                       "like:", "similar:", "mode:", "depth:", "weights:", "path:",
+                                       "guides", "setup", "keyword", "2", "0.5,1"]
+            ),
+            max_size=12,
+        ).map("".join),
+    )
+)
+def test_compile_never_raises(engine: SearchEngine, text: str) -> None:
+    plan = compile_query(text, engine)
+    assert plan.text == text
+    engine.rank(plan, plan.mode or "hybrid")  # and the plan runs
