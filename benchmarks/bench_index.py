@@ -24,7 +24,6 @@ import json
 import random
 import resource
 import shutil
-import statistics
 import sys
 import tarfile
 import tempfile
@@ -83,10 +82,14 @@ def make_queries(engine: SearchEngine, n: int, seed: int) -> list[str]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--corpus", choices=sorted(CORPORA), default="rust-rfcs")
     ap.add_argument("--workspace", type=Path)
-    ap.add_argument("--scratch", type=Path, default=Path(tempfile.gettempdir()) / "tui-search-bench")
+    ap.add_argument(
+        "--scratch", type=Path, default=Path(tempfile.gettempdir()) / "tui-search-bench"
+    )
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--json", action="store_true", help="also print the figures as JSON")
     args = ap.parse_args()
@@ -153,7 +156,11 @@ def main() -> int:
     t0 = time.perf_counter()
     r2 = engine.sync()
     noop = time.perf_counter() - t0
-    figures.update(noop_s=round(noop, 3), noop_pct_of_cold=round(100 * noop / cold, 2), noop_embedded=r2.embedded)
+    figures.update(
+        noop_s=round(noop, 3),
+        noop_pct_of_cold=round(100 * noop / cold, 2),
+        noop_embedded=r2.embedded,
+    )
 
     target = max(engine.files().values(), key=lambda f: f.size)
     sections = engine.sections(target.path)
@@ -161,7 +168,9 @@ def main() -> int:
     path = ws / target.path
     text = path.read_text(encoding="utf-8")
     first_line = victim.content.strip().splitlines()[0]
-    path.write_text(text.replace(first_line, first_line + " edited by the benchmark", 1), encoding="utf-8")
+    path.write_text(
+        text.replace(first_line, first_line + " edited by the benchmark", 1), encoding="utf-8"
+    )
     t0 = time.perf_counter()
     r3 = engine.sync()
     edit = time.perf_counter() - t0
@@ -194,20 +203,30 @@ def main() -> int:
     for k, v in lat.items():
         figures[f"{k}_p50_ms"] = round(pct(v, 0.5), 2)
         figures[f"{k}_p95_ms"] = round(pct(v, 0.95), 2)
-    figures["hybrid_p95_over_bare_p95"] = round(pct(lat["hybrid"], 0.95) / pct(lat["bare_whoosh"], 0.95), 2)
+    figures["hybrid_p95_over_bare_p95"] = round(
+        pct(lat["hybrid"], 0.95) / pct(lat["bare_whoosh"], 0.95), 2
+    )
     figures["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     figures["queries"] = len(queries)
     engine.close()
 
     print(f"corpus {name}: {figures['documents']} documents, {chunks} chunks")
     print(f"cold index          {cold:8.2f} s  {chunks / cold:9.1f} chunks/s")
-    print(f"bare whoosh+encode  {bare:8.2f} s  {chunks / bare:9.1f} chunks/s  (whoosh {t_whoosh:.2f} s, encode {t_encode:.2f} s)")
-    print(f"  ratio bare/ours   {bare / cold:8.3f}    (target >= 0.8; markdown parsing alone {t_parse:.2f} s)")
-    print(f"no-change re-index  {noop:8.3f} s  {100 * noop / cold:6.2f}% of cold (target < 5%), embedded {r2.embedded}")
+    print(
+        f"bare whoosh+encode  {bare:8.2f} s  {chunks / bare:9.1f} chunks/s  (whoosh {t_whoosh:.2f} s, encode {t_encode:.2f} s)"
+    )
+    print(
+        f"  ratio bare/ours   {bare / cold:8.3f}    (target >= 0.8; markdown parsing alone {t_parse:.2f} s)"
+    )
+    print(
+        f"no-change re-index  {noop:8.3f} s  {100 * noop / cold:6.2f}% of cold (target < 5%), embedded {r2.embedded}"
+    )
     print(f"one-section edit    {edit:8.3f} s  embedded {r3.embedded} (target < 1 s, 1 chunk)")
     for k in lat:
         print(f"{k:<12} p50 {figures[k + '_p50_ms']:8.2f} ms  p95 {figures[k + '_p95_ms']:8.2f} ms")
-    print(f"hybrid p95 / bare whoosh p95 = {figures['hybrid_p95_over_bare_p95']} (target <= 1.3, and < 100 ms)")
+    print(
+        f"hybrid p95 / bare whoosh p95 = {figures['hybrid_p95_over_bare_p95']} (target <= 1.3, and < 100 ms)"
+    )
     print(f"peak RSS {figures['peak_rss_mb']} MB")
     if args.json:
         print(json.dumps(figures))

@@ -17,13 +17,18 @@ SAMPLE_WORKSPACE = ROOT / "sample_workspace"
 
 
 @pytest.fixture(autouse=True)
-def _isolate_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+def _isolate_user_dirs(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Never read or write the real per-user cache and config."""
     base = tmp_path_factory.mktemp("userdirs")
     monkeypatch.setenv("TUI_SEARCH_CACHE_DIR", str(base / "cache"))
     monkeypatch.setenv("TUI_SEARCH_CONFIG_DIR", str(base / "config"))
     for var in list(__import__("os").environ):
-        if var.startswith("TUI_SEARCH_") and var not in ("TUI_SEARCH_CACHE_DIR", "TUI_SEARCH_CONFIG_DIR"):
+        if var.startswith("TUI_SEARCH_") and var not in (
+            "TUI_SEARCH_CACHE_DIR",
+            "TUI_SEARCH_CONFIG_DIR",
+        ):
             monkeypatch.delenv(var, raising=False)
 
 

@@ -24,13 +24,30 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--workspace", "-w", type=Path, default=argparse.SUPPRESS, help="workspace folder (default: .)")
-    p.add_argument("--index-dir", type=Path, default=argparse.SUPPRESS, help="where index data lives (default: per-user cache)")
-    p.add_argument("--model", default=argparse.SUPPRESS, help="a model2vec model path or hub id (default: the shipped model)")
+    p.add_argument(
+        "--workspace",
+        "-w",
+        type=Path,
+        default=argparse.SUPPRESS,
+        help="workspace folder (default: .)",
+    )
+    p.add_argument(
+        "--index-dir",
+        type=Path,
+        default=argparse.SUPPRESS,
+        help="where index data lives (default: per-user cache)",
+    )
+    p.add_argument(
+        "--model",
+        default=argparse.SUPPRESS,
+        help="a model2vec model path or hub id (default: the shipped model)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="tui-search", description="Search a folder of markdown from the keyboard.")
+    parser = _Parser(
+        prog="tui-search", description="Search a folder of markdown from the keyboard."
+    )
     _add_common(parser)
     parser.add_argument("--theme", default=argparse.SUPPRESS, help="app theme name")
     parser.add_argument("--version", action="store_true", help="print the version and exit")
@@ -50,11 +67,15 @@ def build_parser() -> argparse.ArgumentParser:
     p_search.add_argument("--group", action="store_true", help="group results by document")
     p_search.add_argument("--explain", action="store_true", help="show how each score was made")
     p_search.add_argument("--json", action="store_true", help="print one JSON document")
-    p_search.add_argument("--continue", dest="continuation", metavar="TOKEN", help="continue from a token")
+    p_search.add_argument(
+        "--continue", dest="continuation", metavar="TOKEN", help="continue from a token"
+    )
     p_search.add_argument("--snippet-chars", type=int, default=None, help="snippet length")
 
     p_eval = sub.add_parser("eval", help="measure ranking quality on a judged dataset")
-    p_eval.add_argument("--dataset", type=Path, required=True, help="BEIR folder or workspace evaluation folder")
+    p_eval.add_argument(
+        "--dataset", type=Path, required=True, help="BEIR folder or workspace evaluation folder"
+    )
     p_eval.add_argument("--index-dir", type=Path, default=argparse.SUPPRESS)
     p_eval.add_argument("--model", default=argparse.SUPPRESS)
     p_eval.add_argument("--modes", default="keyword,semantic,hybrid")
@@ -101,7 +122,9 @@ class ProgressPrinter:
         elif p.total:
             width = 30
             filled = int(width * p.done / p.total)
-            sys.stderr.write(f"\r\x1b[2K{p.stage:<6} [{'#' * filled}{'.' * (width - filled)}] {p.done}/{p.total}")
+            sys.stderr.write(
+                f"\r\x1b[2K{p.stage:<6} [{'#' * filled}{'.' * (width - filled)}] {p.done}/{p.total}"
+            )
         else:
             sys.stderr.write(f"\r\x1b[2K{p.stage}: {p.message}")
         sys.stderr.flush()
@@ -117,7 +140,9 @@ def cmd_index(args: argparse.Namespace) -> int:
     settings = settings_from(args)
     engine = open_engine(settings)
     try:
-        report = engine.sync(ProgressPrinter(sys.stderr.isatty() and not args.json), rebuild=args.rebuild)
+        report = engine.sync(
+            ProgressPrinter(sys.stderr.isatty() and not args.json), rebuild=args.rebuild
+        )
         if args.json:
             print(json.dumps(report.to_json()))
         else:
@@ -174,7 +199,9 @@ def cmd_search(args: argparse.Namespace) -> int:
 
         def show(h: Any, indent: str = "") -> None:
             crumbs = " > ".join(h.heading_path) or h.title
-            print(f"{indent}{_bold(sanitize_terminal(h.file_path), tty)}:{h.line_start}  {sanitize_terminal(crumbs)}  [{h.relevance_score:.3f}]")
+            print(
+                f"{indent}{_bold(sanitize_terminal(h.file_path), tty)}:{h.line_start}  {sanitize_terminal(crumbs)}  [{h.relevance_score:.3f}]"
+            )
             left, right = ("\x1b[1;33m", "\x1b[0m") if tty else ("**", "**")
             snippet = h.snippet.marked(left, right, escape=sanitize_terminal)
             print(f"{indent}    {snippet}")
@@ -183,7 +210,9 @@ def cmd_search(args: argparse.Namespace) -> int:
 
         if results.documents is not None:
             for d in results.documents:
-                print(f"{_bold(sanitize_terminal(d.title), tty)} ({sanitize_terminal(d.file_path)}) best {d.best_score:.3f}, {d.match_count} matches")
+                print(
+                    f"{_bold(sanitize_terminal(d.title), tty)} ({sanitize_terminal(d.file_path)}) best {d.best_score:.3f}, {d.match_count} matches"
+                )
                 for h in d.passages:
                     show(h, "  ")
         else:
@@ -201,7 +230,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from tui_search.core.evaluation import run_evaluation
 
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
-    settings = load_settings({k: getattr(args, k) for k in ("index_dir", "model") if hasattr(args, k)})
+    settings = load_settings(
+        {k: getattr(args, k) for k in ("index_dir", "model") if hasattr(args, k)}
+    )
     report = run_evaluation(
         args.dataset,
         settings=settings,

@@ -92,7 +92,9 @@ def _coerce(name: str, raw: Any, default: Any) -> Any:
     return str(raw)
 
 
-def load_settings(overrides: dict[str, Any] | None = None, *, env: dict[str, str] | None = None) -> Settings:
+def load_settings(
+    overrides: dict[str, Any] | None = None, *, env: dict[str, str] | None = None
+) -> Settings:
     """Defaults < config file < environment < explicit ``overrides`` (flags)."""
     env = dict(os.environ) if env is None else env
     base = Settings()

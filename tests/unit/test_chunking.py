@@ -94,7 +94,9 @@ def test_slugify_github_style() -> None:
 
 
 def test_long_section_is_split_with_overlap() -> None:
-    paragraphs = [f"Paragraph {i} " + " ".join(f"word{i}x{j}" for j in range(60)) for i in range(20)]
+    paragraphs = [
+        f"Paragraph {i} " + " ".join(f"word{i}x{j}" for j in range(60)) for i in range(20)
+    ]
     text = "# Big\n\n" + "\n\n".join(paragraphs) + "\n\n```python\nx = 1\n```\n"
     d = parse_document(text, "big.md", max_tokens=512, min_overlap=50)
     chunks = d.chunks

@@ -27,7 +27,9 @@ def ws(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return dest
 
 
-def test_index_search_json_contract(ws: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_index_search_json_contract(
+    ws: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     idx = str(tmp_path / "idx")
     code, out, err = run(capsys, "index", "--workspace", str(ws), "--index-dir", idx, "--json")
     assert code == 0, err
@@ -38,8 +40,16 @@ def test_index_search_json_contract(ws: Path, tmp_path: Path, capsys: pytest.Cap
     assert json.loads(out)["embedded"] == 0
 
     code, out, _ = run(
-        capsys, "search", "how do I bring back a photo someone deleted by mistake",
-        "--workspace", str(ws), "--index-dir", idx, "--json", "--limit", "5",
+        capsys,
+        "search",
+        "how do I bring back a photo someone deleted by mistake",
+        "--workspace",
+        str(ws),
+        "--index-dir",
+        idx,
+        "--json",
+        "--limit",
+        "5",
     )
     assert code == 0
     doc = json.loads(out)
@@ -48,23 +58,51 @@ def test_index_search_json_contract(ws: Path, tmp_path: Path, capsys: pytest.Cap
     assert "projects/trash-and-recovery.md" in top_files  # meaning found when the words differ
 
     code, out, _ = run(
-        capsys, "search", "quarantineCorruptExif", "--workspace", str(ws), "--index-dir", idx,
-        "--json", "--mode", "keyword",
+        capsys,
+        "search",
+        "quarantineCorruptExif",
+        "--workspace",
+        str(ws),
+        "--index-dir",
+        idx,
+        "--json",
+        "--mode",
+        "keyword",
     )
     first = json.loads(out)["results"][0]
     assert first["file_path"] == "runbooks/thumbnail-backlog.md"
     assert "quarantineCorruptExif" in first["content"]
 
     code, out, _ = run(
-        capsys, "search", "backup", "--workspace", str(ws), "--index-dir", idx, "--json",
-        "--limit", "2", "--group",
+        capsys,
+        "search",
+        "backup",
+        "--workspace",
+        str(ws),
+        "--index-dir",
+        idx,
+        "--json",
+        "--limit",
+        "2",
+        "--group",
     )
     grouped = json.loads(out)
     assert len(grouped["documents"]) == 2 and grouped["continuation"]["has_more"]
     token = grouped["continuation"]["next_token"]
     code, out, _ = run(
-        capsys, "search", "backup", "--workspace", str(ws), "--index-dir", idx, "--json",
-        "--limit", "2", "--group", "--continue", token,
+        capsys,
+        "search",
+        "backup",
+        "--workspace",
+        str(ws),
+        "--index-dir",
+        idx,
+        "--json",
+        "--limit",
+        "2",
+        "--group",
+        "--continue",
+        token,
     )
     page2 = json.loads(out)
     assert {d["file_path"] for d in page2["documents"]}.isdisjoint(
@@ -72,17 +110,33 @@ def test_index_search_json_contract(ws: Path, tmp_path: Path, capsys: pytest.Cap
     )
 
 
-def test_search_builds_a_missing_index(ws: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run(capsys, "search", "sourdough starter", "--workspace", str(ws), "--index-dir", str(tmp_path / "fresh"))
+def test_search_builds_a_missing_index(
+    ws: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(
+        capsys,
+        "search",
+        "sourdough starter",
+        "--workspace",
+        str(ws),
+        "--index-dir",
+        str(tmp_path / "fresh"),
+    )
     assert code == 0, err
     assert "personal/recipes/sourdough.md" in out
 
 
-def test_human_output_escapes_terminal_sequences(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_human_output_escapes_terminal_sequences(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
-    (ws / "evil.md").write_text("# Evil \x1b[31mred\x1b[0m\n\nclear screen \x1b[2J here and \x07 bell\n")
-    code, out, _ = run(capsys, "search", "screen", "--workspace", str(ws), "--index-dir", str(tmp_path / "i"))
+    (ws / "evil.md").write_text(
+        "# Evil \x1b[31mred\x1b[0m\n\nclear screen \x1b[2J here and \x07 bell\n"
+    )
+    code, out, _ = run(
+        capsys, "search", "screen", "--workspace", str(ws), "--index-dir", str(tmp_path / "i")
+    )
     assert code == 0 and "\x1b[2J" not in out and "\x07" not in out and "\x1b[31m" not in out
     assert "clear **screen**" in out and "bell" in out
 
@@ -111,7 +165,9 @@ def test_user_mistakes_give_one_clear_line(
     assert len(err.strip().splitlines()) == 1
 
 
-def test_unwritable_index_dir_is_a_clear_error(ws: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_unwritable_index_dir_is_a_clear_error(
+    ws: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("x")
     code, _, err = run(capsys, "index", "--workspace", str(ws), "--index-dir", str(blocker / "idx"))
@@ -120,9 +176,24 @@ def test_unwritable_index_dir_is_a_clear_error(ws: Path, tmp_path: Path, capsys:
 
 def test_console_script_runs_as_a_process(ws: Path, tmp_path: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "tui_search.cli", "search", "LUMEN_DB_URL", "--json", "--limit", "1",
-         "--workspace", str(ws), "--index-dir", str(tmp_path / "p")],
-        capture_output=True, text=True, timeout=300, check=False,
+        [
+            sys.executable,
+            "-m",
+            "tui_search.cli",
+            "search",
+            "LUMEN_DB_URL",
+            "--json",
+            "--limit",
+            "1",
+            "--workspace",
+            str(ws),
+            "--index-dir",
+            str(tmp_path / "p"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr
     top = json.loads(proc.stdout)["results"][0]

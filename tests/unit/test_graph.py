@@ -12,8 +12,13 @@ from tui_search.core.graph import LinkGraph
 from tui_search.core.store import FileRecord
 
 
-def rec(path: str, title: str = "", links: tuple[Link, ...] = (), parent: str | None = None,
-        tags: tuple[str, ...] = ()) -> FileRecord:
+def rec(
+    path: str,
+    title: str = "",
+    links: tuple[Link, ...] = (),
+    parent: str | None = None,
+    tags: tuple[str, ...] = (),
+) -> FileRecord:
     doc = path.rsplit(".", 1)[0]
     return FileRecord(path, doc, 1, 1, "h", title or doc, tags, links, parent, "utf-8", ())
 
@@ -103,7 +108,9 @@ def test_communities_are_deterministic_and_separate_clusters() -> None:
         ]
 
     files = cluster("alpha", 5) + cluster("beta", 4) + [rec("lonely.md")]
-    files[0] = rec("alpha/0.md", "alpha note 0", (md("alpha/1.md"), md("beta/0.md")), tags=("alpha",))
+    files[0] = rec(
+        "alpha/0.md", "alpha note 0", (md("alpha/1.md"), md("beta/0.md")), tags=("alpha",)
+    )
     mapping = {f.path: f for f in files}
     first = LinkGraph.from_files(mapping).communities()
     again = LinkGraph.from_files(dict(reversed(list(mapping.items())))).communities()
@@ -118,7 +125,9 @@ def test_communities_are_deterministic_and_separate_clusters() -> None:
     assert data["size"] == 5 and data["documents"] == list(top.documents)
 
 
-def test_sample_workspace_graph(sample_copy: Path, make_settings, fake_embedder: FakeEmbedder) -> None:  # type: ignore[no-untyped-def]
+def test_sample_workspace_graph(
+    sample_copy: Path, make_settings, fake_embedder: FakeEmbedder
+) -> None:  # type: ignore[no-untyped-def]
     with SearchEngine(make_settings(sample_copy), embedder=fake_embedder) as engine:
         engine.sync()
         g = engine.graph()
@@ -142,7 +151,9 @@ def test_sample_workspace_graph(sample_copy: Path, make_settings, fake_embedder:
         assert engine.graph() is g  # cached until the manifest changes
 
 
-def test_graph_follows_incremental_sync(sample_copy: Path, make_settings, fake_embedder: FakeEmbedder) -> None:  # type: ignore[no-untyped-def]
+def test_graph_follows_incremental_sync(
+    sample_copy: Path, make_settings, fake_embedder: FakeEmbedder
+) -> None:  # type: ignore[no-untyped-def]
     with SearchEngine(make_settings(sample_copy), embedder=fake_embedder) as engine:
         engine.sync()
         before = engine.graph()

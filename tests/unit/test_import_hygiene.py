@@ -23,7 +23,9 @@ def test_core_module_is_ui_free(module: str) -> None:
         "or m.startswith('tui_search.ui')); print(','.join(bad)); sys.exit(1 if bad else 0)"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
-    assert proc.returncode == 0, f"{module} pulls in UI modules: {proc.stdout.strip()} {proc.stderr[-500:]}"
+    assert proc.returncode == 0, (
+        f"{module} pulls in UI modules: {proc.stdout.strip()} {proc.stderr[-500:]}"
+    )
 
 
 def test_the_list_of_core_modules_is_not_empty() -> None:

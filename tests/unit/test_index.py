@@ -61,7 +61,9 @@ def test_one_section_edit_embeds_one_chunk(ws: Path, tmp_path: Path, fake_embedd
     e = engine_for(ws, tmp_path / "idx", fake_embedder)
     e.sync()
     ids_before = {c.section_id for c in e.sections("notes.md")}
-    (ws / "notes.md").write_text(THREE_SECTIONS.replace("bananas and kiwis", "bananas, kiwis and mangoes"))
+    (ws / "notes.md").write_text(
+        THREE_SECTIONS.replace("bananas and kiwis", "bananas, kiwis and mangoes")
+    )
     r = e.sync()
     assert r.embedded == 1 and r.changed_files == ["notes.md"]
     assert {c.section_id for c in e.sections("notes.md")} == ids_before
@@ -72,7 +74,9 @@ def test_one_section_edit_embeds_one_chunk(ws: Path, tmp_path: Path, fake_embedd
     e.close()
 
 
-def test_removed_section_and_file_leave_both_indexes(ws: Path, tmp_path: Path, fake_embedder) -> None:  # type: ignore[no-untyped-def]
+def test_removed_section_and_file_leave_both_indexes(
+    ws: Path, tmp_path: Path, fake_embedder
+) -> None:  # type: ignore[no-untyped-def]
     e = engine_for(ws, tmp_path / "idx", fake_embedder)
     e.sync()
     third = vector_key("notes:third#0")
@@ -113,7 +117,9 @@ def test_reopen_without_reembedding(ws: Path, tmp_path: Path, fake_embedder) -> 
     e2.close()
 
 
-def test_bad_files_are_reported_and_the_rest_indexed(ws: Path, tmp_path: Path, fake_embedder) -> None:  # type: ignore[no-untyped-def]
+def test_bad_files_are_reported_and_the_rest_indexed(
+    ws: Path, tmp_path: Path, fake_embedder
+) -> None:  # type: ignore[no-untyped-def]
     (ws / "latin.md").write_bytes("# Caf\xe9\n\nna\xefve r\xe9sum\xe9 words\n".encode("latin-1"))
     (ws / "binary.md").write_bytes(b"\x00\x01\x02 binary")
     (ws / "empty.md").write_text("")
@@ -177,7 +183,9 @@ def test_crash_mid_write_is_repaired(ws: Path, tmp_path: Path, fake_embedder) ->
     e2.close()
 
 
-def test_corrupt_or_missing_index_files_are_rebuilt(ws: Path, tmp_path: Path, fake_embedder) -> None:  # type: ignore[no-untyped-def]
+def test_corrupt_or_missing_index_files_are_rebuilt(
+    ws: Path, tmp_path: Path, fake_embedder
+) -> None:  # type: ignore[no-untyped-def]
     idx = tmp_path / "idx"
     e = engine_for(ws, idx, fake_embedder)
     e.sync()

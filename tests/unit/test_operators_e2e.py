@@ -39,7 +39,9 @@ def engine(ws: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Searc
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("TUI_SEARCH_CACHE_DIR", str(base / "cache"))
         mp.setenv("TUI_SEARCH_CONFIG_DIR", str(base / "config"))
-        eng = SearchEngine(Settings(workspace=ws, index_dir=base / "index"), embedder=FakeEmbedder())
+        eng = SearchEngine(
+            Settings(workspace=ws, index_dir=base / "index"), embedder=FakeEmbedder()
+        )
         eng.sync()
         yield eng
         eng.close()
@@ -85,7 +87,9 @@ def test_phrase(engine: SearchEngine, chunks: dict[str, ChunkRecord]) -> None:
     rx = re.compile(r"connect\w*\W+pool", re.IGNORECASE)
     for h in hits:
         c = chunks[h.key]
-        assert rx.search(c.content) or {"connect", "pool"} <= set(analyze(c.heading + " " + c.title))
+        assert rx.search(c.content) or {"connect", "pool"} <= set(
+            analyze(c.heading + " " + c.title)
+        )
     loose = set(keys(search(engine, "connection pool")))
     assert found < loose  # the phrase is stricter than the words
 
@@ -93,13 +97,19 @@ def test_phrase(engine: SearchEngine, chunks: dict[str, ChunkRecord]) -> None:
 def test_and_or(engine: SearchEngine, chunks: dict[str, ChunkRecord]) -> None:
     both = search(engine, "postgres AND backup")
     assert both
-    assert all(has_term(chunks[k], "postgres") and has_term(chunks[k], "backup") for k in keys(both))
+    assert all(
+        has_term(chunks[k], "postgres") and has_term(chunks[k], "backup") for k in keys(both)
+    )
     either = set(keys(search(engine, "pgbouncer OR thumbnail")))
-    expected = {k for k, c in chunks.items() if has_term(c, "pgbouncer") or has_term(c, "thumbnail")}
+    expected = {
+        k for k, c in chunks.items() if has_term(c, "pgbouncer") or has_term(c, "thumbnail")
+    }
     assert either == expected
 
 
-def test_not_and_minus_hold_on_every_arm(engine: SearchEngine, chunks: dict[str, ChunkRecord]) -> None:
+def test_not_and_minus_hold_on_every_arm(
+    engine: SearchEngine, chunks: dict[str, ChunkRecord]
+) -> None:
     for q in ("backup -postgres", "backup NOT postgres"):
         for mode in ("keyword", "hybrid", "semantic"):
             hits = search(engine, q, mode)
@@ -115,7 +125,9 @@ def test_required_word(engine: SearchEngine, chunks: dict[str, ChunkRecord]) -> 
     assert set(keys(hits)) == expected
 
 
-def test_hybrid_adds_semantic_sections_but_keeps_filters(engine: SearchEngine, chunks: dict[str, ChunkRecord]) -> None:
+def test_hybrid_adds_semantic_sections_but_keeps_filters(
+    engine: SearchEngine, chunks: dict[str, ChunkRecord]
+) -> None:
     kw = search(engine, "postgres AND backup in:guides")
     hy = search(engine, "postgres AND backup in:guides", "hybrid")
     assert set(keys(kw)) < set(keys(hy))
@@ -124,27 +136,25 @@ def test_hybrid_adds_semantic_sections_but_keeps_filters(engine: SearchEngine, c
 
 def test_tags_front_matter_and_inline(engine: SearchEngine, chunks: dict[str, ChunkRecord]) -> None:
     hits = search(engine, "tag:adr NOT tag:postgres")
-    expected = [
-        c for c in chunks.values() if "adr" in c.tags and "postgres" not in c.tags
-    ]
+    expected = [c for c in chunks.values() if "adr" in c.tags and "postgres" not in c.tags]
     assert set(keys(hits)) == {c.key for c in expected}
     # a filter-only query lists sections in document order
     order = [(chunks[k].file_path, chunks[k].line_start) for k in keys(hits)]
     assert order == sorted(order)
     hashed = search(engine, "#storage")  # hierarchical: storage/s3 counts
-    assert {k for k, c in chunks.items() if any(t.split("/")[0] == "storage" for t in c.tags)} == set(
-        keys(hashed)
-    )
+    assert {
+        k for k, c in chunks.items() if any(t.split("/")[0] == "storage" for t in c.tags)
+    } == set(keys(hashed))
     either = set(keys(search(engine, "tag:thumbnails OR #oncall")))
-    assert either == {
-        k for k, c in chunks.items() if "thumbnails" in c.tags or "oncall" in c.tags
-    }
+    assert either == {k for k, c in chunks.items() if "thumbnails" in c.tags or "oncall" in c.tags}
 
 
 def test_path_and_in(engine: SearchEngine, chunks: dict[str, ChunkRecord]) -> None:
     hits = search(engine, "path:guides/*.md")
     assert set(keys(hits)) == {
-        k for k, c in chunks.items() if fnmatch.fnmatch(c.file_path, "guides/*.md") and c.file_path.count("/") == 1
+        k
+        for k, c in chunks.items()
+        if fnmatch.fnmatch(c.file_path, "guides/*.md") and c.file_path.count("/") == 1
     }
     hits = search(engine, "in:runbooks")
     assert set(keys(hits)) == {k for k, c in chunks.items() if c.file_path.startswith("runbooks/")}
@@ -171,7 +181,9 @@ def test_under_and_children(engine: SearchEngine, chunks: dict[str, ChunkRecord]
         assert {chunks[k].file_path for k in keys(search(engine, q))} == below
     kids = {p for p, par in parents.items() if par == root}
     assert kids < below
-    assert {chunks[k].file_path for k in keys(search(engine, "children:projects/lumen-roadmap"))} == kids
+    assert {
+        chunks[k].file_path for k in keys(search(engine, "children:projects/lumen-roadmap"))
+    } == kids
     folder = {c.file_path for c in chunks.values() if c.file_path.startswith("guides/")}
     assert {chunks[k].file_path for k in keys(search(engine, "under:guides"))} == folder
     direct = {p for p in folder if p.count("/") == 1}
@@ -197,7 +209,9 @@ def test_related_by_distance(engine: SearchEngine, chunks: dict[str, ChunkRecord
     assert set(g.linked_from("guides/setup.md")) | set(g.links_to("guides/setup.md")) == one
 
 
-def test_similar_and_like_with_filters(engine: SearchEngine, chunks: dict[str, ChunkRecord]) -> None:
+def test_similar_and_like_with_filters(
+    engine: SearchEngine, chunks: dict[str, ChunkRecord]
+) -> None:
     res = engine.search('similar:"restore a database backup" in:runbooks', limit=ALL)
     assert res.mode == "semantic" and res.hits
     assert all(chunks[k].file_path.startswith("runbooks/") for k in keys(res.hits))
@@ -226,7 +240,9 @@ def test_malformed_falls_back_to_literal(engine: SearchEngine) -> None:
         assert len(res.warnings) == 1 and "literally" in res.warnings[0]
 
 
-def test_cli_search_warns_on_stderr_and_graph_communities(ws: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_search_warns_on_stderr_and_graph_communities(
+    ws: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     idx = str(tmp_path / "idx")
     common = ["--workspace", str(ws), "--index-dir", idx]
     assert main(["index", *common]) == 0

@@ -42,7 +42,10 @@ def test_uppercase_operators_and_precedence() -> None:
     # side-by-side binds tighter than AND, AND tighter than OR
     ast = parse("a b AND c OR d")
     assert ast == Or(
-        (And((Seq(should=(Word("a"), Word("b"))), Seq(should=(Word("c"),)))), Seq(should=(Word("d"),)))
+        (
+            And((Seq(should=(Word("a"), Word("b"))), Seq(should=(Word("c"),)))),
+            Seq(should=(Word("d"),)),
+        )
     )
 
 
@@ -62,8 +65,17 @@ def test_not_plus_minus_prefixes() -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["well-known", "in-hospital mortality", "-5 degrees", "+1 nucleosomes", "a - b", "E2f-1, -2, -3",
-     "alpha (+)- thalassemia", "C++ and C#", "x+y"],
+    [
+        "well-known",
+        "in-hospital mortality",
+        "-5 degrees",
+        "+1 nucleosomes",
+        "a - b",
+        "E2f-1, -2, -3",
+        "alpha (+)- thalassemia",
+        "C++ and C#",
+        "x+y",
+    ],
 )
 def test_plus_minus_only_at_token_start_before_a_letter(text: str) -> None:
     assert "PLUS" not in kinds(text) and "MINUS" not in kinds(text)
@@ -82,9 +94,7 @@ def test_phrases_and_unclosed_quote() -> None:
 
 def test_parentheses_group_and_stray_parens_are_text() -> None:
     ast = parse("(tag:a OR tag:b) pool")
-    assert ast == Seq(
-        must=(Or((Field("tag", "a"), Field("tag", "b"))),), should=(Word("pool"),)
-    )
+    assert ast == Seq(must=(Or((Field("tag", "a"), Field("tag", "b"))),), should=(Word("pool"),))
     # parentheses inside a word, and an unmatched ")" are text
     assert kinds("25(OH)D levels") == ["WORD", "WORD"]
     assert kinds("a) first") == ["WORD", "WORD"]
@@ -136,8 +146,18 @@ def test_directives_are_extracted() -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["mode:fast", "weights:1", "weights:a,b", "weights:0,0", "explain:maybe", "depth:0",
-             "depth:x", "NOT like:a", "-similar:x"],
+    "text",
+    [
+        "mode:fast",
+        "weights:1",
+        "weights:a,b",
+        "weights:0,0",
+        "explain:maybe",
+        "depth:0",
+        "depth:x",
+        "NOT like:a",
+        "-similar:x",
+    ],
 )
 def test_bad_directive_values_raise(text: str) -> None:
     with pytest.raises(QuerySyntaxError):
@@ -178,7 +198,7 @@ def test_glob_matching() -> None:
 
 
 query_chars = st.text(
-    alphabet=st.sampled_from(list('abc XYZ()"+-#:*?/\\.,\'AND OR NOT tag:in:path:mode:under:\t\n')),
+    alphabet=st.sampled_from(list("abc XYZ()\"+-#:*?/\\.,'AND OR NOT tag:in:path:mode:under:\t\n")),
     max_size=40,
 )
 

@@ -13,7 +13,7 @@ from whoosh import query as Q
 from tests.conftest import SAMPLE_WORKSPACE, FakeEmbedder
 from tui_search.config import Settings
 from tui_search.core.engine import SearchEngine, plan_plain
-from tui_search.core.query import compile_query, tokenize
+from tui_search.core.query import compile_query
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +24,9 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SearchEngine]:
         mp.setenv("TUI_SEARCH_CONFIG_DIR", str(base / "config"))
         ws = base / "ws"
         shutil.copytree(SAMPLE_WORKSPACE, ws, symlinks=True)
-        eng = SearchEngine(Settings(workspace=ws, index_dir=base / "index"), embedder=FakeEmbedder())
+        eng = SearchEngine(
+            Settings(workspace=ws, index_dir=base / "index"), embedder=FakeEmbedder()
+        )
         eng.sync()
         yield eng
         eng.close()
@@ -127,9 +129,28 @@ def test_unknown_document_warns_without_falling_back(engine: SearchEngine) -> No
         st.text(max_size=50),
         st.lists(
             st.sampled_from(
-                list('ab ()"+-#:*') + ["AND", "OR", "NOT", " ", "tag:", "in:", "under:", "related:",
-                                       "like:", "similar:", "mode:", "depth:", "weights:", "path:",
-                                       "guides", "setup", "keyword", "2", "0.5,1"]
+                list('ab ()"+-#:*')
+                + [
+                    "AND",
+                    "OR",
+                    "NOT",
+                    " ",
+                    "tag:",
+                    "in:",
+                    "under:",
+                    "related:",
+                    "like:",
+                    "similar:",
+                    "mode:",
+                    "depth:",
+                    "weights:",
+                    "path:",
+                    "guides",
+                    "setup",
+                    "keyword",
+                    "2",
+                    "0.5,1",
+                ]
             ),
             max_size=12,
         ).map("".join),

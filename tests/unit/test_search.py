@@ -48,7 +48,14 @@ def test_identifier_case_matters_for_the_boost(engine: SearchEngine) -> None:
 
 
 def test_identifier_detection() -> None:
-    for t in ["getUserById", "max_retry_count", "lumen.storage.s3", "HTTP2", "utf8mb4", "LUMEN_DB_URL"]:
+    for t in [
+        "getUserById",
+        "max_retry_count",
+        "lumen.storage.s3",
+        "HTTP2",
+        "utf8mb4",
+        "LUMEN_DB_URL",
+    ]:
         assert is_identifier(t), t
     for t in ["backup", "Backup", "API", "the", "x"]:
         assert not is_identifier(t), t
@@ -110,7 +117,15 @@ def test_grouped_results(engine: SearchEngine) -> None:
 
 def test_explain_shows_components(engine: SearchEngine) -> None:
     h = engine.search("connection pool size", explain=True, limit=1).hits[0]
-    for key in ("keyword", "semantic", "keyword_norm", "semantic_norm", "boost", "weights", "fusion"):
+    for key in (
+        "keyword",
+        "semantic",
+        "keyword_norm",
+        "semantic_norm",
+        "boost",
+        "weights",
+        "fusion",
+    ):
         assert key in h.scores
 
 
@@ -120,18 +135,37 @@ def test_snippet_centred_on_first_match() -> None:
     s = make_snippet(content, terms, [], 80)
     assert "needle" in s.text and len(s.text) <= 82
     assert s.text.startswith("…") and s.text.endswith("…")
-    (start, end), = s.spans
+    ((start, end),) = s.spans
     assert s.text[start:end] == "needle"
-    assert s.marked() .count("**needle**") == 1
+    assert s.marked().count("**needle**") == 1
 
 
 def test_json_shapes(engine: SearchEngine) -> None:
     flat = engine.search("backups", limit=2).to_json()
-    assert set(flat) >= {"query", "mode", "took_ms", "total_results", "files_covered", "results", "continuation"}
+    assert set(flat) >= {
+        "query",
+        "mode",
+        "took_ms",
+        "total_results",
+        "files_covered",
+        "results",
+        "continuation",
+    }
     hit = flat["results"][0]
     assert set(hit) == {
-        "section_id", "chunk_index", "file_path", "title", "heading", "heading_path", "line_start",
-        "line_end", "relevance_score", "content", "snippet", "tags", "scores",
+        "section_id",
+        "chunk_index",
+        "file_path",
+        "title",
+        "heading",
+        "heading_path",
+        "line_start",
+        "line_end",
+        "relevance_score",
+        "content",
+        "snippet",
+        "tags",
+        "scores",
     }
     assert not Path(hit["file_path"]).is_absolute()
     assert set(flat["continuation"]) == {"has_more", "next_token"}

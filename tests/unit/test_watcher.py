@@ -279,6 +279,19 @@ def test_atomic_save_is_one_change(ws: Path, engine, watch) -> None:  # type: ig
     assert not any("tmp" in p or "swp" in p for p in engine.files())
 
 
+def test_save_that_renames_the_old_file_away_first(ws: Path, engine, watch) -> None:  # type: ignore[no-untyped-def]
+    """vim-style: notes.md -> notes.md~, write a new notes.md, delete the backup."""
+    _, rec = watch()
+    os.rename(ws / "notes.md", ws / "notes.md~")
+    time.sleep(0.15)  # longer than watchfiles' step: the vanished file arrives in its own batch
+    write(ws / "notes.md", NOTES.replace("grapes and vineyards", "guavas and groves"))
+    (ws / "notes.md~").unlink()
+    wait_for(lambda: "notes.md" in rec.changed(), what="the save")
+    assert rec.removed() == set()  # never dropped from the index in between
+    assert rec.embedded() == 1
+    assert keyword_paths(engine, "guavas") == {"notes.md"}
+
+
 def test_burst_is_applied_in_batches(ws: Path, engine, watch) -> None:  # type: ignore[no-untyped-def]
     docs_before = engine.stats().documents
     _, rec = watch(max_batch=100)

@@ -258,7 +258,9 @@ def parse_document(
             block_starts.append(tok.map[0])
         if tok.type == "heading_open" and tok.level == 0 and tok.map is not None:
             inline = tokens[i + 1] if i + 1 < len(tokens) else None
-            heading = _heading_text(inline) if inline is not None and inline.type == "inline" else ""
+            heading = (
+                _heading_text(inline) if inline is not None and inline.type == "inline" else ""
+            )
             level = int(tok.tag[1:]) if tok.tag[1:].isdigit() else 1
             if level == 1 and first_h1 is None and heading:
                 first_h1 = heading
@@ -300,7 +302,9 @@ def parse_document(
     for s in all_sections:
         section_id = f"{doc}:{s.slug}"
         tags = tuple(dict.fromkeys(fm_tags + s.tags))
-        pieces = _split_section(lines, s.body_start, s.body_end, block_starts, max_tokens, min_overlap)
+        pieces = _split_section(
+            lines, s.body_start, s.body_end, block_starts, max_tokens, min_overlap
+        )
         for idx, (start, end) in enumerate(pieces):
             content = "\n".join(lines[start:end]).strip("\n")
             first = s.heading_line if (idx == 0 and s.heading_line >= 0) else start

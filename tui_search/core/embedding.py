@@ -58,7 +58,9 @@ def _dir_fingerprint(path: Path) -> str:
 class Model2VecEmbedder:
     """A model2vec ``StaticModel``. Loads the shipped model unless told otherwise."""
 
-    def __init__(self, model: str | os.PathLike[str] | None = None, *, batch_size: int = 1024) -> None:
+    def __init__(
+        self, model: str | os.PathLike[str] | None = None, *, batch_size: int = 1024
+    ) -> None:
         self.batch_size = batch_size
         self._lock = threading.Lock()
         source = Path(model).expanduser() if model is not None else DEFAULT_MODEL_DIR
@@ -84,7 +86,9 @@ class Model2VecEmbedder:
             self.name = str(model)  # a hub id, only when the user asks for one
             self._fingerprint = hashlib.sha256(self.name.encode()).hexdigest()[:16]
         try:
-            self._model = StaticModel.from_pretrained(str(source) if source.exists() else str(model))
+            self._model = StaticModel.from_pretrained(
+                str(source) if source.exists() else str(model)
+            )
         except Exception as exc:
             raise ModelError(f"cannot load model2vec model {self.name!r}: {exc}") from exc
         probe = self._model.encode(["probe"])
@@ -102,5 +106,7 @@ class Model2VecEmbedder:
         if not texts:
             return np.zeros((0, self._dim), dtype=np.float32)
         with self._lock:
-            vectors = self._model.encode(list(texts), batch_size=self.batch_size, show_progress_bar=False)
+            vectors = self._model.encode(
+                list(texts), batch_size=self.batch_size, show_progress_bar=False
+            )
         return normalize_rows(vectors)

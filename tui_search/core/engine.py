@@ -8,7 +8,7 @@ import json
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -139,17 +139,23 @@ class SearchEngine:
     def index_dir(self) -> str:
         return str(self.indexer.index_dir)
 
-    def sync(self, progress: ProgressCallback | None = None, *, rebuild: bool = False) -> SyncReport:
+    def sync(
+        self, progress: ProgressCallback | None = None, *, rebuild: bool = False
+    ) -> SyncReport:
         return self.indexer.sync(progress, rebuild=rebuild)
 
-    def try_sync(self, progress: ProgressCallback | None = None) -> tuple[SyncReport | None, str | None]:
+    def try_sync(
+        self, progress: ProgressCallback | None = None
+    ) -> tuple[SyncReport | None, str | None]:
         """Sync unless another process is writing; then say so and use the index as it is."""
         try:
             return self.indexer.sync(progress), None
         except IndexBusyError as exc:
             return None, str(exc)
 
-    def apply_paths(self, paths: Iterable[str], progress: ProgressCallback | None = None) -> SyncReport:
+    def apply_paths(
+        self, paths: Iterable[str], progress: ProgressCallback | None = None
+    ) -> SyncReport:
         return self.indexer.apply_paths(paths, progress)
 
     def stats(self) -> IndexStats:
@@ -241,7 +247,9 @@ class SearchEngine:
         ranked = [s for s in ranked if s.key in records]
         chars = snippet_chars or self.settings.snippet_chars
         fusion_name = (
-            "fixed" if plan.fixed_ranking is not None else f"convex(min-max), exact x{self.fusion.exact_boost}"
+            "fixed"
+            if plan.fixed_ranking is not None
+            else f"convex(min-max), exact x{self.fusion.exact_boost}"
         )
 
         def to_hit(s: Scored) -> Hit:
@@ -315,7 +323,9 @@ class SearchEngine:
         allowed = self._allowed_keys(plan)
         if plan.fixed_ranking is not None:
             ranked = [
-                Scored(key=k, score=s) for k, s in plan.fixed_ranking if allowed is None or k in allowed
+                Scored(key=k, score=s)
+                for k, s in plan.fixed_ranking
+                if allowed is None or k in allowed
             ]
             return ranked, (1.0, 0.0)
         keyword: list[tuple[str, float]] = []
@@ -324,7 +334,11 @@ class SearchEngine:
         semantic: list[tuple[str, float]] = []
         qvec: np.ndarray | None = None
         if mode != "keyword" and (plan.semantic_text or plan.semantic_vector is not None):
-            qvec = plan.semantic_vector if plan.semantic_vector is not None else self.embed_query(plan.semantic_text or "")
+            qvec = (
+                plan.semantic_vector
+                if plan.semantic_vector is not None
+                else self.embed_query(plan.semantic_text or "")
+            )
             semantic = self._semantic_arm(qvec, depth, allowed)
         lookup: dict[str, float] = {}
         if qvec is not None and keyword:
@@ -337,7 +351,12 @@ class SearchEngine:
                     if v is not None:
                         lookup[k] = float(np.dot(v, qvec))
         scored, weights = fuse(
-            keyword, semantic, mode=mode, params=self.fusion, semantic_lookup=lookup, weights=plan.weights
+            keyword,
+            semantic,
+            mode=mode,
+            params=self.fusion,
+            semantic_lookup=lookup,
+            weights=plan.weights,
         )
         if plan.identifiers and scored:
             texts = {
@@ -358,16 +377,25 @@ class SearchEngine:
             allowed = keys if allowed is None else allowed & keys
         return allowed
 
-    def _keyword_arm(self, plan: QueryPlan, depth: int, allowed: set[str] | None) -> list[tuple[str, float]]:
+    def _keyword_arm(
+        self, plan: QueryPlan, depth: int, allowed: set[str] | None
+    ) -> list[tuple[str, float]]:
         assert plan.keyword_query is not None
         lex = self.indexer.lexical
         limit = depth if not plan.strict else None
-        hits = lex.search(plan.keyword_query, limit or 10**9, filter_query=plan.filter_query, mask_query=plan.mask_query)
+        hits = lex.search(
+            plan.keyword_query,
+            limit or 10**9,
+            filter_query=plan.filter_query,
+            mask_query=plan.mask_query,
+        )
         if allowed is not None:
             hits = [(k, s) for k, s in hits if k in allowed]
         return hits
 
-    def _semantic_arm(self, qvec: np.ndarray, depth: int, allowed: set[str] | None) -> list[tuple[str, float]]:
+    def _semantic_arm(
+        self, qvec: np.ndarray, depth: int, allowed: set[str] | None
+    ) -> list[tuple[str, float]]:
         vi = self.indexer.vectors
         vi.refresh()
         store = self.indexer.store

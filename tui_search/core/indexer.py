@@ -139,7 +139,9 @@ class Indexer:
         try:
             index_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise IndexError_(f"cannot create the index folder {index_dir}: {exc.strerror or exc}") from exc
+            raise IndexError_(
+                f"cannot create the index folder {index_dir}: {exc.strerror or exc}"
+            ) from exc
         self.lock = WriterLock(index_dir / "writer.lock")
         self.store = self._open_store()
         self.lexical = self._open_lexical(lexical_params)
@@ -176,7 +178,9 @@ class Indexer:
             # a different model: every vector must be made again
             with self.lock.hold(), self.store.transaction() as conn:
                 conn.execute("UPDATE chunks SET vector = NULL")
-                conn.execute("INSERT OR REPLACE INTO meta VALUES ('model', ?)", (self.embedder.fingerprint,))
+                conn.execute(
+                    "INSERT OR REPLACE INTO meta VALUES ('model', ?)", (self.embedder.fingerprint,)
+                )
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
             self.repaired.append("the embedding model changed; all chunks will be embedded again")
@@ -234,7 +238,9 @@ class Indexer:
             return rel_path
         return doc
 
-    def sync(self, progress: ProgressCallback | None = None, *, rebuild: bool = False) -> SyncReport:
+    def sync(
+        self, progress: ProgressCallback | None = None, *, rebuild: bool = False
+    ) -> SyncReport:
         """Bring the index in line with the whole workspace (incremental unless ``rebuild``)."""
         started = time.perf_counter()
         report = SyncReport(repaired=list(self.repaired))
@@ -259,7 +265,14 @@ class Indexer:
             ]
             removed = [p for p in known if p not in discovered]
             self._apply(
-                to_check, removed, discovered.__contains__, known, skipped, report, emit, force=dirty
+                to_check,
+                removed,
+                discovered.__contains__,
+                known,
+                skipped,
+                report,
+                emit,
+                force=dirty,
             )
             with self.store.transaction() as conn:
                 self.store.set_skipped(conn, [(s.path, s.reason) for s in skipped])
@@ -270,7 +283,9 @@ class Indexer:
             progress(Progress("done", report.chunks, report.chunks))
         return report
 
-    def apply_paths(self, paths: Iterable[str], progress: ProgressCallback | None = None) -> SyncReport:
+    def apply_paths(
+        self, paths: Iterable[str], progress: ProgressCallback | None = None
+    ) -> SyncReport:
         """Apply a batch of changed paths (from the watcher): each is re-read or removed."""
         started = time.perf_counter()
         report = SyncReport()
@@ -298,11 +313,21 @@ class Indexer:
             def exists(p: str) -> bool:
                 return (self.workspace.root / p).is_file()
 
-            self._apply(to_check, list(dict.fromkeys(removed)), exists, known, skipped, report, progress or (lambda p: None))
+            self._apply(
+                to_check,
+                list(dict.fromkeys(removed)),
+                exists,
+                known,
+                skipped,
+                report,
+                progress or (lambda p: None),
+            )
             if skipped or removed:
                 with self.store.transaction() as conn:
                     for s in skipped:
-                        conn.execute("INSERT OR REPLACE INTO skipped VALUES (?, ?)", (s.path, s.reason))
+                        conn.execute(
+                            "INSERT OR REPLACE INTO skipped VALUES (?, ?)", (s.path, s.reason)
+                        )
                     for p in removed:
                         conn.execute("DELETE FROM skipped WHERE path = ?", (p,))
         report.skipped = skipped
@@ -445,10 +470,14 @@ class Indexer:
                 self.store.apply_file(conn, rec, chunks, new_vectors)
             for rec in touched:
                 conn.execute(
-                    "UPDATE files SET size = ?, mtime_ns = ? WHERE path = ?", (rec.size, rec.mtime_ns, rec.path)
+                    "UPDATE files SET size = ?, mtime_ns = ? WHERE path = ?",
+                    (rec.size, rec.mtime_ns, rec.path),
                 )
             for r, vec in zip(missing, missing_vectors, strict=True):
-                conn.execute("UPDATE chunks SET vector = ? WHERE key = ?", (vec.astype(np.float32).tobytes(), r.key))
+                conn.execute(
+                    "UPDATE chunks SET vector = ? WHERE key = ?",
+                    (vec.astype(np.float32).tobytes(), r.key),
+                )
             conn.execute("DELETE FROM meta WHERE key = 'dirty'")
         report.changed_files.extend(changed_paths)
         report.removed_files.extend(removed)

@@ -163,7 +163,8 @@ class Store:
                 conn.executescript(_SCHEMA)
                 if self.get_meta("schema_version") is None:
                     conn.execute(
-                        "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (SCHEMA_VERSION,)
+                        "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)",
+                        (SCHEMA_VERSION,),
                     )
         # probe: a corrupt file raises sqlite3.DatabaseError here
         conn.execute("SELECT count(*) FROM chunks").fetchone()
@@ -200,19 +201,27 @@ class Store:
         return {r[0]: _file_from_row(r) for r in rows}
 
     def file(self, path: str) -> FileRecord | None:
-        row = self._conn().execute(
-            "SELECT path, doc, size, mtime_ns, hash, title, tags, links, parent, encoding, warnings "
-            "FROM files WHERE path = ?",
-            (path,),
-        ).fetchone()
+        row = (
+            self._conn()
+            .execute(
+                "SELECT path, doc, size, mtime_ns, hash, title, tags, links, parent, encoding, warnings "
+                "FROM files WHERE path = ?",
+                (path,),
+            )
+            .fetchone()
+        )
         return None if row is None else _file_from_row(row)
 
     def file_by_doc(self, doc: str) -> FileRecord | None:
-        row = self._conn().execute(
-            "SELECT path, doc, size, mtime_ns, hash, title, tags, links, parent, encoding, warnings "
-            "FROM files WHERE doc = ?",
-            (doc,),
-        ).fetchone()
+        row = (
+            self._conn()
+            .execute(
+                "SELECT path, doc, size, mtime_ns, hash, title, tags, links, parent, encoding, warnings "
+                "FROM files WHERE doc = ?",
+                (doc,),
+            )
+            .fetchone()
+        )
         return None if row is None else _file_from_row(row)
 
     def counts(self) -> tuple[int, int]:
@@ -222,11 +231,16 @@ class Store:
         return int(docs), int(chunks)
 
     def skipped(self) -> list[tuple[str, str]]:
-        return [(r[0], r[1]) for r in self._conn().execute("SELECT path, reason FROM skipped ORDER BY path")]
+        return [
+            (r[0], r[1])
+            for r in self._conn().execute("SELECT path, reason FROM skipped ORDER BY path")
+        ]
 
     # -- chunks -------------------------------------------------------------------------
     def chunk_hashes(self, path: str) -> dict[str, tuple[str, int]]:
-        rows = self._conn().execute("SELECT key, content_hash, vkey FROM chunks WHERE path = ?", (path,))
+        rows = self._conn().execute(
+            "SELECT key, content_hash, vkey FROM chunks WHERE path = ?", (path,)
+        )
         return {r[0]: (r[1], int(r[2])) for r in rows}
 
     def chunks_for_path(self, path: str) -> list[ChunkRecord]:
@@ -303,9 +317,7 @@ class Store:
         """Replace one file's rows. ``vectors`` holds new vectors; others are kept by key."""
         old = {
             r[0]: r[1]
-            for r in conn.execute(
-                "SELECT key, vector FROM chunks WHERE path = ?", (record.path,)
-            )
+            for r in conn.execute("SELECT key, vector FROM chunks WHERE path = ?", (record.path,))
         }
         conn.execute("DELETE FROM chunks WHERE path = ?", (record.path,))
         conn.execute("DELETE FROM files WHERE path = ? OR doc = ?", (record.path, record.doc))
@@ -350,7 +362,8 @@ class Store:
                 )
             )
         conn.executemany(
-            "INSERT OR REPLACE INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows
+            "INSERT OR REPLACE INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            rows,
         )
 
     def remove_file(self, conn: sqlite3.Connection, path: str) -> None:

@@ -25,7 +25,14 @@ class VectorIndex:
         self.index = self._load_or_new()
 
     def _new(self) -> Index:
-        return Index(ndim=self.dim, metric="cos", dtype="f32", connectivity=16, expansion_add=128, expansion_search=96)
+        return Index(
+            ndim=self.dim,
+            metric="cos",
+            dtype="f32",
+            connectivity=16,
+            expansion_add=128,
+            expansion_search=96,
+        )
 
     def _file_stamp(self) -> tuple[int, int] | None:
         try:
@@ -93,4 +100,7 @@ class VectorIndex:
             if n == 0 or k <= 0:
                 return []
             matches = self.index.search(np.asarray(vector, dtype=np.float32), min(k, n))
-            return [(int(key), 1.0 - float(dist)) for key, dist in zip(matches.keys, matches.distances, strict=False)]
+            return [
+                (int(key), 1.0 - float(dist))
+                for key, dist in zip(matches.keys, matches.distances, strict=False)
+            ]

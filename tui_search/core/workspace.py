@@ -212,7 +212,9 @@ def read_file(info: FileInfo, max_bytes: int) -> ReadResult:
     import hashlib
 
     if info.size > max_bytes:
-        raise ValueError(f"file is {info.size / 1e6:.1f} MB, over the {max_bytes / 1e6:.0f} MB limit")
+        raise ValueError(
+            f"file is {info.size / 1e6:.1f} MB, over the {max_bytes / 1e6:.0f} MB limit"
+        )
     with open(info.abs_path, "rb") as fh:
         data = fh.read(max_bytes + 1)
     if len(data) > max_bytes:

@@ -1,0 +1,1 @@
+"""Fixtures for the SVG snapshots (anyio runs nothing here: snap_compare drives the app)."""
