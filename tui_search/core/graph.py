@@ -24,8 +24,40 @@ FOLDER_INDEX_NAMES = ("readme", "index", "_index")
 LOUVAIN_SEED = 42
 _WORD = re.compile(r"[^\W\d_][\w'-]*[^\W_]|[^\W\d_]")
 _LABEL_STOP = frozenset(
-    "a an and the of for in on to with from by is are as at or vs via how what why when "
-    "notes note overview reference doc docs readme index md".split()
+    [
+        "a",
+        "an",
+        "and",
+        "the",
+        "of",
+        "for",
+        "in",
+        "on",
+        "to",
+        "with",
+        "from",
+        "by",
+        "is",
+        "are",
+        "as",
+        "at",
+        "or",
+        "vs",
+        "via",
+        "how",
+        "what",
+        "why",
+        "when",
+        "notes",
+        "note",
+        "overview",
+        "reference",
+        "doc",
+        "docs",
+        "readme",
+        "index",
+        "md",
+    ]
 )
 
 
@@ -227,7 +259,9 @@ class LinkGraph:
         folder = self.is_folder(name) or bool(self._folder_files(name, recursive=True))
         if folder:  # a folder's README is not "the document" here; a sibling x.md is
             bare = name.strip("/")
-            doc = next((p for p in (bare, *(bare + s for s in MARKDOWN_SUFFIXES)) if p in self.files), None)
+            doc = next(
+                (p for p in (bare, *(bare + s for s in MARKDOWN_SUFFIXES)) if p in self.files), None
+            )
         else:
             doc = self.resolve(name)
         return doc, folder
@@ -328,6 +362,7 @@ class LinkGraph:
 
     def _labels(self, groups: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
         """Up to 3 terms (tags, then title words) frequent in a community and rare elsewhere."""
+
         def terms_of(path: str) -> set[str]:
             rec = self.files[path]
             words = {w.lower() for w in _WORD.findall(rec.title)}

@@ -340,7 +340,9 @@ def _parse_directive(f: Field, d: Directives) -> None:
         try:
             a, b = (float(p) for p in parts)
         except ValueError as exc:
-            raise QuerySyntaxError(f"weights:{v} must be two numbers, e.g. weights:0.7,0.3") from exc
+            raise QuerySyntaxError(
+                f"weights:{v} must be two numbers, e.g. weights:0.7,0.3"
+            ) from exc
         if a < 0 or b < 0 or a + b <= 0 or not np.isfinite(a + b):
             raise QuerySyntaxError(f"weights:{v} must be non-negative and not both zero")
         d.weights = (a / (a + b), b / (a + b))
@@ -580,7 +582,9 @@ class _Compiler:
         if terms:
             tq = [term_clause(t, self.params) for t in terms]
             clauses.append(tq[0] if len(tq) == 1 else Q.And(tq))
-        clauses += [Q.Term("ident", i, boost=self.params.ident_boost) for i in identifiers_in(w.text)]
+        clauses += [
+            Q.Term("ident", i, boost=self.params.ident_boost) for i in identifiers_in(w.text)
+        ]
         if not clauses:
             return _TRUE
         return clauses[0] if len(clauses) == 1 else Q.Or(clauses)
