@@ -48,7 +48,7 @@ from tui_search.core.indexer import SyncReport
 from tui_search.core.workspace import IGNORE_FILES, is_markdown
 
 #: Most paths handed to one ``apply_paths`` call (one commit to both indexes).
-MAX_BATCH = 300
+MAX_BATCH = 200
 #: watchfiles ends a batch after this many quiet milliseconds.
 STEP_MS = 50
 #: The watcher wakes up this often when nothing happens (retries, workspace-deleted check).
@@ -313,6 +313,7 @@ class WorkspaceWatcher:
         kinds: dict[str, set[watchfiles.Change]] = {}
         for change, path in changes:
             kinds.setdefault(path, set()).add(change)
+        invalidated = False
         for path in sorted(kinds):
             rel = self.to_rel(path)
             if not rel or self._in_index_dir(path):
@@ -323,8 +324,9 @@ class WorkspaceWatcher:
             if os.path.isdir(path):
                 if kinds[path] == {watchfiles.Change.modified}:
                     continue  # a folder's own metadata; its files report their own changes
-                if not plan.present:
+                if not invalidated:
                     ws.rules.invalidate()  # a folder moved in may bring its own ignore files
+                    invalidated = True
                 if ws.rules.is_ignored(rel, is_dir=True):
                     continue
                 # moved or copied in: its files raised no events of their own
@@ -424,10 +426,14 @@ class WorkspaceWatcher:
         if self._holding():
             return
         while self._pending and not self._stop.is_set():
-            # paths that exist first, vanished ones last: a file moved in a burst larger than one
-            # slice still finds its old vectors (reused by content hash, nothing re-embedded)
-            ordered = sorted(self._pending, key=lambda p: not self._exists(p))
-            part = ordered[: self.max_batch]
+            # Paths that exist first, vanished ones last: a file moved in a burst larger than one
+            # slice still finds its old vectors (reused by content hash, nothing re-embedded).
+            # Then the most recently queued first: a save made during a long burst is not
+            # stuck behind it.
+            ordered = sorted(
+                self._pending.items(), key=lambda kv: (not self._exists(kv[0]), -kv[1])
+            )
+            part = [p for p, _ in ordered[: self.max_batch]]
             try:
                 report = self.engine.apply_paths(part)
             except IndexBusyError as exc:
@@ -550,7 +556,7 @@ def run_headless_watch(engine: Any, *, json_lines: bool = False) -> int:
     try:
         watcher.start(reconcile=True)
         try:
-            while not done.wait(0.5):
+            while not done.wait(0.2):
                 if not watcher.running:
                     break
         except KeyboardInterrupt:
