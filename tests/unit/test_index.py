@@ -260,3 +260,16 @@ def test_reader_in_another_engine_sees_writes(ws: Path, tmp_path: Path, fake_emb
     assert reader.search("platypus facts", mode="semantic").hits[0].file_path == "new.md"
     writer.close()
     reader.close()
+
+
+def test_front_matter_tag_change_reaches_unchanged_sections(ws: Path, tmp_path: Path, fake_embedder) -> None:  # type: ignore[no-untyped-def]
+    e = engine_for(ws, tmp_path / "idx", fake_embedder)
+    e.sync()
+    assert e.search("tag:gamma", mode="keyword").total_results == 0
+    (ws / "notes.md").write_text(THREE_SECTIONS.replace("tags: [alpha]", "tags: [alpha, gamma]"))
+    r = e.sync()
+    assert r.embedded == 0  # same text: no new vectors
+    found = {h.section_id for h in e.search("tag:gamma", mode="keyword", limit=20).hits}
+    assert found == {"notes:notes", "notes:first", "notes:second", "notes:third"}
+    assert e.indexer.lexical.doc_count() == 5
+    e.close()

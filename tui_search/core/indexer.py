@@ -291,19 +291,20 @@ class Indexer:
         report = SyncReport()
         with self.lock.hold():
             self._refresh_from_disk()
-            known = self.store.files()
+            wanted = list(dict.fromkeys(paths))
+            known = self.store.files_for(wanted)
             to_check: list[FileInfo] = []
             removed: list[str] = []
             skipped: list[Skipped] = []
-            for rel in dict.fromkeys(paths):
+            for rel in wanted:
                 info = self.workspace.stat(rel) if self.workspace.wants(rel) else None
                 if info is None:
                     if rel in known:
                         removed.append(rel)
                     # a folder: everything known below it that no longer exists
-                    prefix = rel.rstrip("/") + "/"
-                    for k in known:
-                        if k.startswith(prefix) and self.workspace.stat(k) is None:
+                    for k in self.store.paths_under(rel):
+                        if self.workspace.stat(k) is None:
+                            known.setdefault(k, self.store.file(k))  # type: ignore[arg-type]
                             removed.append(k)
                     continue
                 old = known.get(rel)
@@ -430,8 +431,28 @@ class Indexer:
         # Which chunks need a new vector? Reuse any stored vector with the same content hash
         # (unchanged sections, renamed or moved files, duplicated text).
         old_vkeys: list[int] = []
-        for path in in_flight:
-            old_vkeys.extend(v for _, v in self.store.chunk_hashes(path).values())
+        lexical_delete_paths: list[str] = list(removed)
+        lexical_delete_keys: list[str] = []
+        lexical_add: set[str] = set()
+        for path in removed:
+            old_vkeys.extend(v for _, v, _ in self.store.chunk_hashes(path).values())
+        for rec, chunks in parsed:
+            old = self.store.chunk_hashes(rec.path)
+            new_keys = {c.key for c in chunks}
+            gone = [k for k in old if k not in new_keys]
+            old_vkeys.extend(old[k][1] for k in gone)
+            if rec.path in (force or ()) or not old:
+                # redo after a crash (or a new file): rewrite the whole file in Whoosh
+                lexical_delete_paths.append(rec.path)
+                lexical_add.update(new_keys)
+                continue
+            lexical_delete_keys.extend(gone)
+            for c in chunks:
+                prev = old.get(c.key)
+                if prev is None or prev[0] != c.content_hash or prev[2] != c.tags:
+                    lexical_add.add(c.key)
+                    if prev is not None:
+                        old_vkeys.append(prev[1])
         new_chunks: list[Chunk] = [c for _, chunks in parsed for c in chunks]
         reuse = self._vectors_by_hash({c.content_hash for c in new_chunks})
         to_embed = [c for c in new_chunks if c.content_hash not in reuse]
@@ -450,8 +471,8 @@ class Indexer:
         report.embedded += len(texts)
 
         emit(Progress("write", 0, 1, "writing indexes"))
-        records = [chunk_record(c) for c in new_chunks]
-        self.lexical.write(in_flight, records)
+        records = [chunk_record(c) for c in new_chunks if c.key in lexical_add]
+        self.lexical.write(lexical_delete_paths, records, delete_keys=lexical_delete_keys)
         self.vectors.remove(old_vkeys)
         if records:
             self.vectors.upsert(

@@ -58,6 +58,7 @@ CREATE TABLE IF NOT EXISTS chunks (
 CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path);
 CREATE INDEX IF NOT EXISTS chunks_section ON chunks(section_id);
 CREATE INDEX IF NOT EXISTS chunks_hash ON chunks(content_hash);
+CREATE INDEX IF NOT EXISTS chunks_novec ON chunks(key) WHERE vector IS NULL;
 CREATE TABLE IF NOT EXISTS skipped (path TEXT PRIMARY KEY, reason TEXT NOT NULL);
 """
 
@@ -237,11 +238,27 @@ class Store:
         ]
 
     # -- chunks -------------------------------------------------------------------------
-    def chunk_hashes(self, path: str) -> dict[str, tuple[str, int]]:
+    def chunk_hashes(self, path: str) -> dict[str, tuple[str, int, tuple[str, ...]]]:
+        """key -> (content hash, vector key, tags) of one file's chunks."""
         rows = self._conn().execute(
-            "SELECT key, content_hash, vkey FROM chunks WHERE path = ?", (path,)
+            "SELECT key, content_hash, vkey, tags FROM chunks WHERE path = ?", (path,)
         )
-        return {r[0]: (r[1], int(r[2])) for r in rows}
+        return {r[0]: (r[1], int(r[2]), tuple(json.loads(r[3]))) for r in rows}
+
+    def files_for(self, paths: Iterable[str]) -> dict[str, FileRecord]:
+        out: dict[str, FileRecord] = {}
+        for p in paths:
+            rec = self.file(p)
+            if rec is not None:
+                out[p] = rec
+        return out
+
+    def paths_under(self, folder: str) -> list[str]:
+        prefix = folder.rstrip("/") + "/"
+        rows = self._conn().execute(
+            "SELECT path FROM files WHERE path >= ? AND path < ?", (prefix, prefix + "\U0010ffff")
+        )
+        return [r[0] for r in rows]
 
     def chunks_for_path(self, path: str) -> list[ChunkRecord]:
         rows = self._conn().execute(
