@@ -186,7 +186,9 @@ class LexicalIndex:
                     s.doc_count()
                 return ix
             except Exception as exc:
-                raise IndexError_(f"the full-text index at {self.directory} is unreadable: {exc}") from exc
+                raise IndexError_(
+                    f"the full-text index at {self.directory} is unreadable: {exc}"
+                ) from exc
         return whoosh_index.create_in(str(self.directory), make_schema())
 
     @classmethod
@@ -214,14 +216,27 @@ class LexicalIndex:
                 self._searcher.close()
                 self._searcher = None
 
-    def write(self, delete_paths: Iterable[str], add: Iterable[ChunkRecord]) -> None:
-        """Delete every chunk of ``delete_paths``, then add ``add``; one commit."""
+    def write(
+        self,
+        delete_paths: Iterable[str],
+        add: Iterable[ChunkRecord],
+        *,
+        delete_keys: Iterable[str] = (),
+    ) -> None:
+        """Delete every chunk of ``delete_paths`` and the ``delete_keys``, then add or
+        replace (by key) the chunks in ``add``; one commit."""
         writer = self.ix.writer(limitmb=256)
         try:
-            for path in delete_paths:
+            deleted_paths = set(delete_paths)
+            for path in deleted_paths:
                 writer.delete_by_term("path", path)
+            for key in delete_keys:
+                writer.delete_by_term("key", key)
             for c in add:
-                writer.add_document(**document_fields(c))
+                if c.file_path in deleted_paths:
+                    writer.add_document(**document_fields(c))
+                else:
+                    writer.update_document(**document_fields(c))
             writer.commit()
         except BaseException:
             writer.cancel()
