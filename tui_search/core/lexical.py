@@ -28,6 +28,7 @@ from whoosh.fields import ID, KEYWORD, TEXT, Schema
 from whoosh.scoring import BM25F
 from whoosh.searching import Searcher
 
+from tui_search.core.bm25 import FastBM25, docnum_mask, flatten_disjunction
 from tui_search.core.errors import IndexError_
 from tui_search.core.store import ChunkRecord
 
@@ -175,6 +176,7 @@ class LexicalIndex:
         self.params = params or LexicalParams()
         self._lock = threading.Lock()
         self._searcher: Searcher | None = None
+        self._fast = FastBM25(B=self.params.b, K1=self.params.k1)
         self.ix = self._open_or_create()
 
     def _open_or_create(self):  # type: ignore[no-untyped-def]
@@ -251,6 +253,17 @@ class LexicalIndex:
         mask_query: Q.Query | None = None,
     ) -> list[tuple[str, float]]:
         s = self.searcher()
+        clauses = flatten_disjunction(query)
+        if clauses is not None:
+            # plain weighted disjunction: the same BM25F scores, computed with numpy
+            total = s.doc_count_all()
+            allowed = docnum_mask(s, filter_query, total)
+            if mask_query is not None:
+                masked = docnum_mask(s, mask_query, total)
+                assert masked is not None
+                allowed = ~masked if allowed is None else allowed & ~masked
+            ranked = self._fast.search(s, clauses, limit, allowed)
+            return [(s.stored_fields(doc)["key"], score) for doc, score in ranked]
         results = s.search(query, limit=limit, filter=filter_query, mask=mask_query, terms=False)
         return [(hit["key"], float(hit.score)) for hit in results]
 

@@ -1,0 +1,74 @@
+"""The vectorised BM25F gives exactly Whoosh's own scores, across segments and deletions."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import SAMPLE_WORKSPACE, FakeEmbedder
+from tui_search.config import Settings
+from tui_search.core.bm25 import flatten_disjunction
+from tui_search.core.engine import SearchEngine
+from tui_search.core.lexical import LexicalParams, plain_query
+
+QUERIES = [
+    "how do I restore a backup?",
+    "thumbnail queue retries",
+    "reconcileOrphanedBlobs",
+    "connection pool size for postgres",
+    "sourdough starter hydration",
+    "LUMEN_DB_URL lumen.storage.s3 HTTP2",
+]
+
+
+def whoosh_ranking(engine: SearchEngine, query, limit: int) -> list[tuple[str, float]]:  # type: ignore[no-untyped-def]
+    s = engine.indexer.lexical.searcher()
+    return [(h["key"], float(h.score)) for h in s.search(query, limit=limit, terms=False)]
+
+
+def assert_same(engine: SearchEngine) -> None:
+    params = LexicalParams()
+    for text in QUERIES:
+        q = plain_query(text, params)
+        assert q is not None and flatten_disjunction(q) is not None
+        ours = engine.indexer.lexical.search(q, 50)
+        ref = whoosh_ranking(engine, q, 50)
+        assert [k for k, _ in ours] == [k for k, _ in ref], text
+        assert [round(s, 9) for _, s in ours] == [round(s, 9) for _, s in ref], text
+
+
+def test_fast_bm25_matches_whoosh(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    shutil.copytree(SAMPLE_WORKSPACE, ws)
+    e = SearchEngine(Settings(workspace=ws, index_dir=tmp_path / "idx"), embedder=FakeEmbedder())
+    e.sync()
+    assert_same(e)
+    # more segments and deletions: edit, delete and add files
+    (ws / "runbooks" / "disk-full.md").unlink()
+    p = ws / "guides" / "database" / "backups.md"
+    p.write_text(p.read_text() + "\n\n## Extra\n\nrestore backup thumbnail queue again\n")
+    (ws / "new-note.md").write_text("# New\n\nbackup restore sourdough\n")
+    e.sync()
+    assert len(e.indexer.lexical.searcher().reader().leaf_readers()) > 1
+    assert_same(e)
+    e.close()
+
+
+def test_structured_queries_still_use_whoosh() -> None:
+    from whoosh import query as Q
+
+    assert flatten_disjunction(Q.And([Q.Term("body", "a"), Q.Term("body", "b")])) is None
+    assert flatten_disjunction(Q.Phrase("body", ["a", "b"])) is None
+    flat = flatten_disjunction(Q.Or([Q.Term("body", "a", boost=2.0), Q.Or([Q.Term("title", "b")], boost=3.0)]))
+    assert flat == [("body", "a", 2.0), ("title", "b", 3.0)]
+
+
+@pytest.mark.parametrize("mode", ["keyword", "hybrid"])
+def test_filters_apply_on_the_fast_path(tmp_path: Path, mode: str) -> None:
+    e = SearchEngine(Settings(workspace=SAMPLE_WORKSPACE, index_dir=tmp_path / "idx"), embedder=FakeEmbedder())
+    e.sync()
+    r = e.search("backup restore path:runbooks/*", mode=mode, limit=50)
+    assert r.hits and all(h.file_path.startswith("runbooks/") for h in r.hits)
+    e.close()
