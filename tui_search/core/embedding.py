@@ -70,7 +70,9 @@ class Model2VecEmbedder:
             raise ModelError(f"model2vec is not installed: {exc}") from exc
         import logging
 
-        for name in ("model2vec", "huggingface_hub"):
+        # model2vec reads a model card through huggingface_hub, which warns about cards
+        # without metadata; that is noise to a user of the shipped model
+        for name in ("model2vec", "huggingface_hub", "huggingface_hub.repocard"):
             logging.getLogger(name).setLevel(logging.ERROR)
         if source.exists():
             if not (source / "config.json").is_file():
