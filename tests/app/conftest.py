@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from apphelpers import app_factory, workspace  # noqa: F401 - fixtures
 
 

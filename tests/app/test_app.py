@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from apphelpers import AppFactory, ready, search, settle, write_workspace
+
 from tui_search.core.engine import SearchEngine
 from tui_search.core.errors import IndexError_
 from tui_search.ui.messages import SearchDone
@@ -29,7 +29,9 @@ def entry_files(app: Any) -> list[str]:
     return [e.file_path for e in app.results.entries if e.kind == "hit"]
 
 
-async def test_typing_shows_ranked_results_and_preview(workspace: Path, app_factory: AppFactory) -> None:
+async def test_typing_shows_ranked_results_and_preview(
+    workspace: Path, app_factory: AppFactory
+) -> None:
     app = app_factory(workspace)
     async with app.run_test(size=(120, 40)) as pilot:
         await ready(pilot)
@@ -222,7 +224,9 @@ async def test_background_indexing_keeps_the_ui_live(
         assert "guides/backups.md" in entry_files(app)
 
 
-async def test_empty_workspace_and_no_results_messages(tmp_path: Path, app_factory: AppFactory) -> None:
+async def test_empty_workspace_and_no_results_messages(
+    tmp_path: Path, app_factory: AppFactory
+) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
     (empty / "readme.txt").write_text("not markdown")
@@ -312,6 +316,9 @@ async def test_large_document_preview_is_windowed(tmp_path: Path, app_factory: A
         assert rendered.total_lines > 8000
         assert len(rendered.lines) < 1200
         assert "hippopotamus" in app.preview.text_lines[rendered.section_top + 2]
+        # scrolled to the section: its heading is the first or second line on screen
+        assert app.preview.scroll_y == min(rendered.section_top - 1, app.preview.max_scroll_y)
+        assert app.preview.scroll_y > 0
         first_window = rendered.window
         app.preview.focus()
         await pilot.press("m")

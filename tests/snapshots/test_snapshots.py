@@ -98,7 +98,9 @@ def workspace(tmp_path: Path) -> Path:
 @pytest.fixture
 def build(tmp_path: Path, fake_embedder: Any) -> Any:
     def _build(workspace: Path, **kwargs: Any) -> TuiSearchApp:
-        settings = Settings(workspace=workspace, index_dir=tmp_path / "index", theme=kwargs.pop("theme", "tui-dark"))
+        settings = Settings(
+            workspace=workspace, index_dir=tmp_path / "index", theme=kwargs.pop("theme", "tui-dark")
+        )
         kwargs.setdefault("engine_factory", lambda s: SearchEngine(s, embedder=fake_embedder))
         app = make_app(settings, watch=False, show_timing=False, cursor_blink=False, **kwargs)
         app.search_debounce = 0.05
@@ -181,7 +183,9 @@ def test_error_state(snap_compare: Any, workspace: Path, build: Any) -> None:
     def broken(settings: Any) -> Any:
         raise IndexError_("cannot create the index folder /index: Permission denied")
 
-    assert snap_compare(build(workspace, engine_factory=broken), terminal_size=SIZE, run_before=searching(""))
+    assert snap_compare(
+        build(workspace, engine_factory=broken), terminal_size=SIZE, run_before=searching("")
+    )
 
 
 @pytest.fixture
@@ -204,6 +208,7 @@ def test_first_start_while_indexing(
             return fake_embedder.encode(texts)
 
     app = build(workspace, engine_factory=lambda s: SearchEngine(s, embedder=GatedEmbedder()))
+    app.exit_grace = 0.1  # the gated indexing thread is released after the screenshot
 
     async def run_before(pilot: Pilot[Any]) -> None:
         for _ in range(400):

@@ -72,3 +72,16 @@ def test_filters_apply_on_the_fast_path(tmp_path: Path, mode: str) -> None:
     r = e.search("backup restore path:runbooks/*", mode=mode, limit=50)
     assert r.hits and all(h.file_path.startswith("runbooks/") for h in r.hits)
     e.close()
+
+
+def test_empty_index_and_unknown_terms(tmp_path: Path) -> None:
+    ws = tmp_path / "empty"
+    ws.mkdir()
+    e = SearchEngine(Settings(workspace=ws, index_dir=tmp_path / "idx"), embedder=FakeEmbedder())
+    e.sync()
+    for mode in ("keyword", "hybrid", "semantic"):
+        assert e.search("anything at all", mode=mode).total_results == 0
+    (ws / "a.md").write_text("# A\n\nwords\n")
+    e.sync()
+    assert e.search("zzzunknownterm", mode="keyword").total_results == 0
+    e.close()

@@ -182,12 +182,16 @@ class FastBM25:
         """(global docnum, score) best first; ``allowed`` is an optional bool mask of docnums."""
         segments = self._segments(searcher)
         total = sum(s.doc_count_all for s in segments)
+        if total == 0:
+            return []
         scores = np.zeros(total, dtype=np.float64)
         matched = np.zeros(total, dtype=bool)
         schema = searcher.schema
         for field, text, boost in clauses:
             if field not in schema or not schema[field].scorable:
                 continue
+            if searcher.doc_frequency(field, text) == 0:
+                continue  # (and Whoosh's idf() is undefined for it on a fresh index)
             idf = searcher.idf(field, text)
             avgfl = searcher.avg_field_length(field) or 1.0
             for seg in segments:

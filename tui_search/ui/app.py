@@ -7,9 +7,12 @@ after an edit. Workers report back with messages, so the UI never waits on the c
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import shlex
 import subprocess
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -55,6 +58,13 @@ from tui_search.ui.widgets.status import StatusLine
 PAGE_SIZE = 50
 SEARCH_DEBOUNCE = 0.18
 PREVIEW_DEBOUNCE = 0.06
+#: Seconds the app waits at exit for an indexing thread to stop at its next progress report.
+EXIT_GRACE = 3.0
+
+
+class IndexCancelled(Exception):
+    """Raised from the progress callback to stop indexing when the app closes."""
+
 
 EngineFactory = Callable[[Settings], Any]
 
@@ -97,6 +107,7 @@ class TuiSearchApp(App[int]):
         engine_factory: EngineFactory | None = None,
         watch: bool = True,
         show_timing: bool = True,
+        cursor_blink: bool = True,
         theme_dirs: list[Path] | None = None,
     ) -> None:
         super().__init__()
@@ -104,6 +115,7 @@ class TuiSearchApp(App[int]):
         self.engine_factory = engine_factory or default_engine_factory
         self.watch_enabled = watch
         self.show_timing = show_timing
+        self.cursor_blink = cursor_blink
         self.engine: Any = None
         self.watcher: Any = None
         self.mode = "hybrid"
@@ -119,6 +131,9 @@ class TuiSearchApp(App[int]):
         self._keep: tuple[str | None, str | None] | None = None
         self._last_results: Any = None
         self._last_progress = 0.0
+        self._cancel_index = threading.Event()
+        self._index_thread: threading.Thread | None = None
+        self.exit_grace = EXIT_GRACE
         loaded = load_themes(theme_dirs)
         self.theme_errors = loaded.errors
         self.user_theme_names = set(loaded.themes)
@@ -177,6 +192,7 @@ class TuiSearchApp(App[int]):
         self.query_one("#results-pane").border_title = "Results"
         self.preview.border_title = "Preview"
         self.query_one("#progress", ProgressBar).display = False
+        self.query_input.cursor_blink = self.cursor_blink
         self.query_input.focus()
         self.theme_changed_signal.subscribe(self, self._theme_changed)
         self._update_mode_badge()
@@ -189,18 +205,50 @@ class TuiSearchApp(App[int]):
         self.open_engine()
 
     def on_unmount(self) -> None:
+        self._cancel_index.set()
         self._stop_watcher()
+        thread = self._index_thread
+        if thread is not None and thread.is_alive():
+            thread.join(self.exit_grace)  # stops at its next progress report
+            if thread.is_alive():
+                return  # mid-write: leave it (daemon); never close an engine in use
         if self.engine is not None:
-            try:
+            with contextlib.suppress(Exception):  # closing must not crash the exit
                 self.engine.close()
-            except Exception:  # noqa: BLE001 - closing must not crash the exit
-                pass
 
     # -- engine lifecycle ---------------------------------------------------------------
-    @work(thread=True, exclusive=True, group="engine", exit_on_error=False, description="open index")
-    def open_engine(self) -> None:
+    async def _in_index_thread(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Run ``fn`` in a daemon thread and await it.
+
+        Indexing can take minutes; a thread of the default executor would be joined when the
+        app exits, so quitting mid-index would hang. A daemon thread is asked to stop at the
+        next progress report (``IndexCancelled``) and otherwise left behind at exit; the index
+        is crash-safe (the manifest records writes in flight and the next run repairs them).
+        """
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+
+        def settle(ok: bool, value: Any) -> None:
+            if not future.done():
+                future.set_result(value) if ok else future.set_exception(value)
+
+        def runner() -> None:
+            try:
+                result, ok = fn(*args), True
+            except BaseException as exc:  # noqa: BLE001 - handed to the awaiting worker
+                result, ok = exc, False
+            with contextlib.suppress(RuntimeError):  # the loop is gone: the app has exited
+                loop.call_soon_threadsafe(settle, ok, result)
+
+        thread = threading.Thread(target=runner, name="tui-search-index", daemon=True)
+        self._index_thread = thread
+        thread.start()
+        return await future
+
+    @work(exclusive=True, group="engine", exit_on_error=False, description="open index")
+    async def open_engine(self) -> None:
         try:
-            engine = self.engine_factory(self.settings)
+            engine = await self._in_index_thread(self.engine_factory, self.settings)
         except TuiSearchError as exc:
             self.post_message(EngineFailed(exc.title, str(exc)))
             return
@@ -208,11 +256,17 @@ class TuiSearchApp(App[int]):
             self.post_message(EngineFailed("Cannot open the index", f"{type(exc).__name__}: {exc}"))
             return
         self.post_message(EngineReady(engine))
-        self._sync(engine)
+        await self._in_index_thread(self._sync, engine)
 
     def _progress(self, p: Any) -> None:
+        if self._cancel_index.is_set():
+            raise IndexCancelled
         now = time.monotonic()
-        if p.stage not in ("done",) and now - self._last_progress < 0.08 and p.done not in (0, p.total):
+        if (
+            p.stage not in ("done",)
+            and now - self._last_progress < 0.08
+            and p.done not in (0, p.total)
+        ):
             return
         self._last_progress = now
         self.post_message(IndexProgress(p.stage, p.done, p.total, p.message))
@@ -227,6 +281,8 @@ class TuiSearchApp(App[int]):
                 report = engine.apply_paths(paths, self._progress)
             stats = engine.stats()
             self.post_message(IndexDone(stats.documents, stats.chunks, len(report.skipped)))
+        except IndexCancelled:
+            pass  # the app is closing
         except TuiSearchError as exc:
             self.post_message(IndexDone(-1, -1, 0, error=str(exc)))
         except Exception as exc:  # noqa: BLE001
@@ -449,7 +505,9 @@ class TuiSearchApp(App[int]):
             self.results.clear_results()
             self.status.update_state(results=None, took_ms=None)
             self._set_results_message(
-                Content.assemble(("Search problem", "bold $error"), "\n\n", sanitize_terminal(message.error))
+                Content.assemble(
+                    ("Search problem", "bold $error"), "\n\n", sanitize_terminal(message.error)
+                )
             )
             return
         results = message.results
@@ -469,9 +527,13 @@ class TuiSearchApp(App[int]):
                     (f"“{sanitize_terminal(current)}”", "bold"),
                     "\n\n",
                     (
-                        "Try fewer or other words, or another mode (ctrl+t: "
-                        f"now {self.mode}).",
+                        f"Try fewer or other words, or another mode (ctrl+t: now {self.mode}).",
                         "$text-muted",
+                    ),
+                    (
+                        ""
+                        if self.index_ready
+                        else "\n\nThe index is still being built: results appear as it fills in."
                     ),
                 )
             )
@@ -585,7 +647,9 @@ class TuiSearchApp(App[int]):
         if key == self._preview_key and not force:
             return
         self._preview_key = key
-        self._render_preview_worker(key, path, hit, terms, width, self.preview_styles(), keep_scroll)
+        self._render_preview_worker(
+            key, path, hit, terms, width, self.preview_styles(), keep_scroll
+        )
 
     @work(thread=True, exclusive=True, group="preview", exit_on_error=False, description="preview")
     def _render_preview_worker(
@@ -652,7 +716,9 @@ class TuiSearchApp(App[int]):
         self.preview.border_title = f"Preview — {sanitize_terminal(hit_path)}"
         if message.rendered.truncated:
             start, end = message.rendered.window
-            self.preview.border_subtitle = f"lines {start}–{end} of {message.rendered.total_lines} · m more"
+            self.preview.border_subtitle = (
+                f"lines {start}–{end} of {message.rendered.total_lines} · m more"
+            )
         else:
             self.preview.border_subtitle = ""
 
@@ -663,7 +729,7 @@ class TuiSearchApp(App[int]):
     @on(PreviewPane.MoreRequested)
     def _more_context(self) -> None:
         self.preview_window *= 2
-        self.update_preview(keep_scroll=True)
+        self.update_preview()
 
     def on_resize(self) -> None:
         if self.results.current is not None:
@@ -714,10 +780,10 @@ class TuiSearchApp(App[int]):
             return
         self._reindex(None)
 
-    @work(thread=True, exclusive=True, group="index", exit_on_error=False, description="reindex")
-    def _reindex(self, paths: list[str] | None) -> None:
+    @work(exclusive=True, group="index", exit_on_error=False, description="reindex")
+    async def _reindex(self, paths: list[str] | None) -> None:
         self.post_message(IndexProgress("scan", 0, 0))
-        self._sync(self.engine, paths)
+        await self._in_index_thread(self._sync, self.engine, paths)
 
     def _current_hit(self) -> Any:
         entry: Entry | None = self.results.current
@@ -753,7 +819,9 @@ class TuiSearchApp(App[int]):
             except SuspendNotSupported:
                 code = run()  # headless (tests): nothing to hand the terminal to
         except OSError as exc:
-            self.notify(f"cannot run {argv[0]}: {exc.strerror or exc}", title="Editor", severity="error")
+            self.notify(
+                f"cannot run {argv[0]}: {exc.strerror or exc}", title="Editor", severity="error"
+            )
             return
         if code:
             self.notify(f"{argv[0]} exited with status {code}", title="Editor", severity="warning")

@@ -212,7 +212,9 @@ def render_preview(
         rendered = console.render_lines(
             Markdown(chunk, code_theme=code_theme, hyperlinks=False), options, pad=False
         )
-        in_sel = bool(selected and selected.line_start <= cut <= max(selected.line_end, selected.line_start))
+        in_sel = bool(
+            selected and selected.line_start <= cut <= max(selected.line_end, selected.line_start)
+        )
         if selected and cut == selected.line_start:
             section_top = len(lines)
         for t in _to_text(rendered):
@@ -261,5 +263,7 @@ def message_lines(message: str, width: int, style: str = "") -> list[Strip]:
     text = Text(sanitize_terminal(message), style=style)
     return [
         Strip(list(line))
-        for line in console.render_lines(text, console.options.update(width=max(20, width) - 2), pad=False)
+        for line in console.render_lines(
+            text, console.options.update(width=max(20, width) - 2), pad=False
+        )
     ]

@@ -64,7 +64,7 @@ def help_content() -> Content:
     for title, rows in HELP_SECTIONS:
         parts.append(Content.styled(title, "bold $accent"))
         for key, what in rows:
-            parts.append(Content.assemble("  ", (f"{key:<32}", "bold $primary"), what))
+            parts.append(Content.assemble("  ", (f"{key:<30}", "bold $primary"), what))
         parts.append(Content(""))
     parts.append(Content.styled("Press escape, q or f1 to close.", "$text-muted"))
     return Content("\n").join(parts)

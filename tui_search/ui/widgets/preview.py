@@ -39,10 +39,9 @@ class PreviewPane(ScrollView, can_focus=True):
         self._message = ""
         self._lines = rendered.lines
         self.virtual_size = Size(rendered.width, len(self._lines))
-        if keep_scroll:
-            self.scroll_to(y=previous, animate=False, immediate=True)
-        else:
-            self.scroll_to(x=0, y=max(0, rendered.section_top - 1), animate=False, immediate=True)
+        target = previous if keep_scroll else max(0, rendered.section_top - 1)
+        # after the refresh: the new virtual size must be in place before scrolling is clamped
+        self.call_after_refresh(self.scroll_to, x=0, y=target, animate=False, immediate=True)
         self.refresh()
 
     def show_message(self, message: str) -> None:
@@ -61,9 +60,10 @@ class PreviewPane(ScrollView, can_focus=True):
         scroll_x, scroll_y = self.scroll_offset
         index = y + scroll_y
         width = self.size.width
+        style = self.rich_style
         if index >= len(self._lines):
-            return Strip.blank(width)
-        return self._lines[index].crop_extend(scroll_x, scroll_x + width, None)
+            return Strip.blank(width, style)
+        return self._lines[index].crop_extend(scroll_x, scroll_x + width, style).apply_style(style)
 
     def action_more(self) -> None:
         if self.rendered is not None and self.rendered.truncated:

@@ -77,8 +77,11 @@ def group_prompt(group: DocumentGroup) -> Content:
         "  ",
         (safe(group.file_path), "$text-muted"),
         "  ",
-        (f"best {group.best_score:.2f} · {group.match_count} match"
-         f"{'es' if group.match_count != 1 else ''}", "$text-muted"),
+        (
+            f"best {group.best_score:.2f} · {group.match_count} match"
+            f"{'es' if group.match_count != 1 else ''}",
+            "$text-muted",
+        ),
     )
 
 
@@ -120,7 +123,9 @@ class ResultsList(OptionList):
             self.set_options(options)
         if results.has_more:
             self.entries.append(Entry("more"))
-            self.add_option(Option(Content.styled("… more results (move here to load)", "italic $text-muted")))
+            self.add_option(
+                Option(Content.styled("… more results (move here to load)", "italic $text-muted"))
+            )
 
     def clear_results(self) -> None:
         self.entries = []

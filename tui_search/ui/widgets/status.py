@@ -42,7 +42,7 @@ class StatusLine(Static):
         if s.error:
             parts.append(Content.styled(f"error: {s.error}", "bold $error"))
         if s.documents is None:
-            parts.append(Content.styled("opening index…", "$text-muted"))
+            parts.append(Content.styled("no index" if s.error else "opening index…", "$text-muted"))
         else:
             parts.append(Content(f"{s.documents} docs · {s.chunks} chunks"))
         if s.indexing:
@@ -50,7 +50,8 @@ class StatusLine(Static):
         watcher_style = "$success" if s.watcher == "watching" else "$text-muted"
         if s.watcher.startswith("error"):
             watcher_style = "$error"
-        parts.append(Content.assemble("watcher: ", (s.watcher, watcher_style)))
+        if not (s.indexing and s.watcher == "off"):  # keep the line short while indexing
+            parts.append(Content.assemble("watcher: ", (s.watcher, watcher_style)))
         parts.append(Content.assemble("mode: ", (s.mode, "bold $accent")))
         parts.append(Content.styled("grouped" if s.grouped else "flat", "$primary"))
         if s.results is not None:

@@ -1,0 +1,138 @@
+"""How long keystrokes take to echo in the query bar while a 10,000-line document loads.
+
+Opens a generated workspace with one 10,000-line markdown document under ``App.run_test``,
+selects a section deep inside it (so the preview starts rendering it in a worker) and types
+into the query bar at once, timing each key from press to echo. Run twice: with the shipped
+preview window (only the lines around the section are rendered) and with the window forced to
+the whole document, to show what the window buys.
+
+    python benchmarks/bench_app.py [--keys 40]
+
+Uses a small hashed-bag-of-words embedder (this measures the UI, not the model).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import re
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from tui_search.config import Settings
+from tui_search.core.engine import SearchEngine
+from tui_search.ui.app import make_app
+
+
+class HashEmbedder:
+    dim = 64
+    fingerprint = "bench-hash-64"
+    name = "bench-hash"
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, text in enumerate(texts):
+            for word in re.findall(r"\w+", text.lower()):
+                h = int.from_bytes(hashlib.blake2b(word.encode(), digest_size=4).digest(), "little")
+                out[i, h % self.dim] += 1.0
+        out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
+        return out
+
+
+def big_document(lines: int = 10_000) -> str:
+    out = ["# Handbook", ""]
+    part = 0
+    while len(out) < lines - 10:
+        out += [f"## Part {part}", ""]
+        out += [
+            f"Paragraph {part}.{j}: *text* with `code` and a [link](other.md)." for j in range(40)
+        ]
+        out += ["", "```python", f"print({part})", "```", "", "- item one", "- item two", ""]
+        part += 1
+    out[len(out) // 2 : len(out) // 2] = ["## Needle", "", "The hippopotamus section.", ""]
+    return "\n".join(out[:lines])
+
+
+async def measure(root: Path, window: int | None, keys: int) -> dict[str, float | list[float]]:
+    settings = Settings(workspace=root / "ws", index_dir=root / "index")
+    embedder = HashEmbedder()
+    app = make_app(
+        settings,
+        engine_factory=lambda s: SearchEngine(s, embedder=embedder),
+        watch=False,
+        show_timing=False,
+        cursor_blink=False,
+    )
+    if window is not None:
+        app.preview_window = window
+
+    async def type_keys() -> list[float]:
+        out = []
+        for i in range(keys):
+            before = app.query_input.value
+            t0 = time.perf_counter()
+            await pilot.press("space" if i % 2 == 0 else "backspace")
+            assert app.query_input.value != before
+            out.append((time.perf_counter() - t0) * 1000)
+        return out
+
+    async with app.run_test(size=(160, 50)) as pilot:
+        while not app.index_ready:
+            await pilot.pause(0.05)
+        app.query_input.value = "hippopotamus"
+        while app.preview.rendered is None or app.busy:
+            await pilot.pause(0.02)
+        idle = await type_keys()  # nothing loading: the baseline
+        await app.workers.wait_for_complete()
+        # render the deep section of the 10,000-line document again and type while it loads
+        app.preview.rendered = None
+        started = time.perf_counter()
+        app.update_preview(force=True)
+        loading = await type_keys()
+        while app.preview.rendered is None:
+            await pilot.pause(0.005)
+        loaded = (time.perf_counter() - started) * 1000
+        assert app.preview.rendered.total_lines >= 10_000
+        rendered_lines = len(app.preview.rendered.lines)
+    return {"idle": idle, "loading": loading, "loaded": loaded, "lines": rendered_lines}
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--keys", type=int, default=20)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "ws").mkdir()
+        (root / "ws" / "handbook.md").write_text(big_document(), encoding="utf-8")
+        for label, window in (("windowed (shipped)", None), ("whole document", 1_000_000)):
+            r = asyncio.run(measure(root, window, args.keys))
+            idle, loading = r["idle"], r["loading"]
+            assert isinstance(idle, list) and isinstance(loading, list)
+            print(
+                f"{label}: preview of {r['lines']} rendered lines ready after {r['loaded']:.0f} ms"
+            )
+            print(
+                f"  keystroke echo while loading: p50 {statistics.median(loading):6.1f} ms, "
+                f"p95 {pct(loading, 0.95):6.1f} ms, max {max(loading):6.1f} ms"
+            )
+            print(
+                f"  keystroke echo when idle:     p50 {statistics.median(idle):6.1f} ms, "
+                f"p95 {pct(idle, 0.95):6.1f} ms, max {max(idle):6.1f} ms"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
