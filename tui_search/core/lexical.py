@@ -129,10 +129,13 @@ def folders_of(path: str) -> list[str]:
 
 @dataclass(frozen=True)
 class LexicalParams:
-    """Field weights and BM25F parameters (tuned on the SciFact train split, see README)."""
+    """Field weights and BM25F parameters (tuned on the SciFact train split, see
+    docs/evaluation.md). A document's title is also the first entry of every heading path, so
+    title text scores in both fields: 0.25 + 0.25 keeps titles from drowning the body
+    (1.5 + 1.5 cost 0.09 nDCG@10 on SciFact)."""
 
-    title_boost: float = 1.5
-    heading_boost: float = 1.5
+    title_boost: float = 0.25
+    heading_boost: float = 0.25
     tags_boost: float = 1.0
     ident_boost: float = 1.0
     k1: float = 1.2
@@ -149,12 +152,22 @@ def plain_query(text: str, params: LexicalParams) -> Q.Query | None:
     """Words ranked, not all required; identifier-like words also match exactly."""
     clauses: list[Q.Query] = []
     for term in analyze(text):
-        clauses.append(term_clause(term, params))
+        clause = term_clause(term, params)
+        clauses.extend(clause.subqueries if isinstance(clause, Q.Or) else [clause])
     for ident in identifiers_in(text):
         clauses.append(Q.Term("ident", ident, boost=params.ident_boost))
     if not clauses:
         return None
-    return Q.Or(clauses)
+    return flat_or(clauses)
+
+
+def flat_or(clauses: list[Q.Query]) -> Q.Or:
+    """One flat disjunction scored into a preloaded array: the same scores as nested ``Or``s,
+    3x faster on long queries (Whoosh's binary union tree spends its time in block-max checks).
+    """
+    query = Q.Or(clauses)
+    query.matcher_type = Q.Or.ARRAY_MATCHER
+    return query
 
 
 def term_clause(term: str, params: LexicalParams) -> Q.Query:

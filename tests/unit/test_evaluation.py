@@ -1,0 +1,236 @@
+"""The evaluation harness: BEIR and workspace datasets, end to end through the real indexes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tui_search.cli import main
+from tui_search.config import Settings
+from tui_search.core.engine import SearchEngine
+from tui_search.core.errors import DatasetError
+from tui_search.core.evaluation import (
+    beir_markdown,
+    file_name_for,
+    load_qrels,
+    run_evaluation,
+)
+from tui_search.core.indexer import Progress
+
+SAMPLE_EVAL = Path(__file__).resolve().parents[1] / "data" / "sample_eval"
+
+CORPUS = [
+    {
+        "_id": "d1",
+        "title": "Sourdough starter care",
+        "text": "Feed the levain with rye flour twice a day.",
+    },
+    {
+        "_id": "d2",
+        "title": "Glacier hiking",
+        "text": "Crampons and an ice axe are needed on the glacier.",
+    },
+    {
+        "_id": "d3",
+        "title": "Tax returns",
+        "text": "File the annual declaration before the deadline in March.",
+    },
+    {
+        "_id": "d/4",
+        "title": "Violin practice",
+        "text": "Scales and arpeggios every morning keep intonation clean.",
+    },
+    {
+        "_id": "long",
+        "title": "Harbour logistics",
+        # long enough to be split into several chunks: must still count as one document
+        "text": "\n\n".join(
+            f"Paragraph {i} about container cranes, berths and tugboats in the harbour."
+            for i in range(120)
+        ),
+    },
+]
+
+
+def write_jsonl(path: Path, rows: list[dict[str, str]]) -> None:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+
+
+def write_qrels(path: Path, rows: list[tuple[str, str, int]]) -> None:
+    path.write_text(
+        "query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{c}\t{s}\n" for q, c, s in rows),
+        encoding="utf-8",
+    )
+
+
+@pytest.fixture
+def beir(tmp_path: Path) -> Path:
+    ds = tmp_path / "tiny"
+    ds.mkdir()
+    write_jsonl(ds / "corpus.jsonl", CORPUS)
+    write_jsonl(
+        ds / "queries.jsonl",
+        [
+            {"_id": "q1", "text": "sourdough levain"},
+            {"_id": "q2", "text": "violin arpeggios"},
+            # no word of the query is in the judged document: keyword finds nothing relevant
+            {"_id": "q3", "text": "mountaineering equipment"},
+            {"_id": "q4", "text": "harbour tugboats"},
+            {"_id": "unjudged", "text": "nothing judged"},
+        ],
+    )
+    write_qrels(
+        ds / "qrels.tsv",
+        [("q1", "d1", 1), ("q2", "d/4", 2), ("q3", "d2", 1), ("q4", "long", 1), ("q4", "d3", 0)],
+    )
+    write_jsonl(ds / "queries.train.jsonl", [{"_id": "t1", "text": "annual tax declaration"}])
+    write_qrels(ds / "qrels.train.tsv", [("t1", "d3", 1)])
+    return ds
+
+
+def fake_factory(fake_embedder):  # type: ignore[no-untyped-def]
+    def make(settings: Settings) -> SearchEngine:
+        return SearchEngine(settings, embedder=fake_embedder)
+
+    return make
+
+
+def test_beir_evaluation_scores_documents(beir: Path, tmp_path: Path, fake_embedder) -> None:  # type: ignore[no-untyped-def]
+    seen: list[Progress] = []
+    report = run_evaluation(
+        beir,
+        settings=Settings(index_dir=tmp_path / "idx"),
+        modes=["keyword", "semantic", "hybrid"],
+        split="test",
+        progress=seen.append,
+        engine_factory=fake_factory(fake_embedder),
+    )
+    assert report.kind == "beir"
+    assert report.queries == 4  # the unjudged query is left out
+    assert report.documents == len(CORPUS)
+    assert report.chunks > len(CORPUS)  # the long document was chunked
+    kw = report.modes["keyword"]
+    # q1, q2, q4 find their document first; q3 cannot be found by its words
+    assert kw.ndcg_at_10 == pytest.approx(3 / 4)
+    assert kw.mrr_at_10 == pytest.approx(3 / 4)
+    assert kw.recall_at_100 == pytest.approx(3 / 4)
+    assert kw.per_query["q3"] == 0.0
+    assert 0.0 <= kw.p50_ms <= kw.p95_ms
+    out = report.to_json()
+    assert out["dataset"] == "tiny" and out["queries"] == 4
+    assert set(out["modes"]) == {"keyword", "semantic", "hybrid"}
+    assert set(out["modes"]["hybrid"]) == {"ndcg@10", "mrr@10", "recall@100", "p50_ms", "p95_ms"}
+    table = report.table()
+    assert "keyword" in table and "nDCG@10" in table and "0.750" in table
+    stages = {p.stage for p in seen}
+    assert {"search", "done"} <= stages
+    assert seen[-1].stage == "done"
+    # the generated workspace holds each document as markdown, title as a heading
+    md = tmp_path / "idx" / "workspace" / file_name_for("d1")
+    assert md.read_text(encoding="utf-8") == beir_markdown(CORPUS[0]["title"], CORPUS[0]["text"])
+    assert md.read_text(encoding="utf-8").startswith("# Sourdough starter care\n\n")
+
+
+def test_beir_index_is_cached_between_runs(beir: Path, tmp_path: Path, fake_embedder) -> None:  # type: ignore[no-untyped-def]
+    settings = Settings(index_dir=tmp_path / "idx")
+    factory = fake_factory(fake_embedder)
+    run_evaluation(beir, settings=settings, modes=["keyword"], split="test", engine_factory=factory)
+    embedded = fake_embedder.texts_embedded
+    md = tmp_path / "idx" / "workspace" / file_name_for("d2")
+    mtime = md.stat().st_mtime_ns
+    report = run_evaluation(
+        beir, settings=settings, modes=["semantic"], split="train", engine_factory=factory
+    )
+    assert md.stat().st_mtime_ns == mtime  # not rewritten
+    # only the train query was embedded the second time, no document
+    assert fake_embedder.texts_embedded - embedded <= 2
+    assert report.queries == 1 and report.split == "train"
+
+
+def test_odd_ids_get_distinct_file_names() -> None:
+    names = {file_name_for(i) for i in ("a/b", "a_b", "a:b", "A_B", "")}
+    assert len(names) == 5
+    assert file_name_for("12345") == "12345.md"
+    assert all("/" not in n for n in names)
+
+
+def test_dataset_errors(beir: Path, tmp_path: Path, fake_embedder) -> None:  # type: ignore[no-untyped-def]
+    settings = Settings(index_dir=tmp_path / "idx")
+    with pytest.raises(DatasetError, match="neither"):
+        run_evaluation(tmp_path, settings=settings, modes=["keyword"], split="test")
+    (beir / "qrels.train.tsv").unlink()
+    with pytest.raises(DatasetError, match="qrels.train.tsv"):
+        run_evaluation(beir, settings=settings, modes=["keyword"], split="train")
+    with pytest.raises(DatasetError, match="unknown mode"):
+        run_evaluation(beir, settings=settings, modes=["fuzzy"], split="test")
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("query-id\tcorpus-id\tscore\nq1\td1\n", encoding="utf-8")
+    with pytest.raises(DatasetError, match="bad.tsv:2"):
+        load_qrels(bad)
+
+
+def test_workspace_evaluation_paths_sections_and_doc_ids(tmp_path: Path, fake_embedder) -> None:  # type: ignore[no-untyped-def]
+    ds = tmp_path / "wseval"
+    ws = ds / "workspace"
+    (ws / "notes").mkdir(parents=True)
+    (ws / "notes" / "kiln.md").write_text(
+        "# Kiln\n\n## Firing schedule\n\nBisque firing ramps to cone 04 overnight.\n\n"
+        "## Glazes\n\nCeladon and tenmoku glazes need a reduction atmosphere.\n",
+        encoding="utf-8",
+    )
+    (ws / "garden.md").write_text(
+        "# Garden\n\nTomatoes need staking and pruning.\n", encoding="utf-8"
+    )
+    (ws / "bikes.md").write_text(
+        "# Bikes\n\nAdjust the derailleur cable tension.\n", encoding="utf-8"
+    )
+    write_jsonl(
+        ds / "queries.jsonl",
+        [
+            {"_id": "s", "text": "celadon reduction glazes"},
+            {"_id": "f", "text": "tomatoes staking"},
+            {"_id": "d", "text": "derailleur cable"},
+        ],
+    )
+    write_qrels(
+        ds / "qrels.tsv",
+        [
+            ("s", "notes/kiln:glazes", 1),  # a section id
+            ("f", "garden.md", 1),  # a file path
+            ("d", "bikes", 1),  # a doc id (path without extension)
+            ("d", "missing.md", 1),  # unknown: a warning, not counted
+        ],
+    )
+    report = run_evaluation(
+        ds,
+        settings=Settings(index_dir=tmp_path / "idx"),
+        modes=["keyword"],
+        split="test",
+        engine_factory=fake_factory(fake_embedder),
+    )
+    assert report.kind == "workspace"
+    assert report.queries == 3
+    assert report.modes["keyword"].ndcg_at_10 == pytest.approx(1.0)
+    assert any("missing.md" in w for w in report.warnings)
+    assert not (ws / ".tui-search").exists()
+    assert sorted(p.name for p in ws.rglob("*")) == ["bikes.md", "garden.md", "kiln.md", "notes"]
+
+
+def test_sample_workspace_eval_with_shipped_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """End to end through the CLI and the real model: hybrid is never worse than either arm."""
+    code = main(
+        ["eval", "--dataset", str(SAMPLE_EVAL), "--json", "--index-dir", str(tmp_path / "idx")]
+    )
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["queries"] >= 20 and out["warnings"] == []
+    modes = out["modes"]
+    assert set(modes) == {"keyword", "semantic", "hybrid"}
+    for m in modes.values():
+        assert 0.0 <= m["ndcg@10"] <= 1.0 and m["recall@100"] > 0.9
+    assert modes["hybrid"]["ndcg@10"] >= modes["keyword"]["ndcg@10"]
+    assert modes["hybrid"]["ndcg@10"] >= modes["semantic"]["ndcg@10"]
