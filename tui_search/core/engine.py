@@ -440,19 +440,21 @@ def make_snippet(content: str, terms: set[str], identifiers: list[str], chars: i
     """A window of ``chars`` characters centred on the first match, matches as spans."""
     text = content
     spans: list[tuple[int, int]] = []
+    exact: list[int] = []  # where an identifier of the query stands: centre on it first
     if terms or identifiers:
         analyzer = text_analyzer()
         for m in _WORD_RE.finditer(text):
             word = m.group(0)
             if word in identifiers:
                 spans.append((m.start(), m.end()))
+                exact.append(m.start())
                 continue
             stems = {t.text for t in analyzer(word, mode="query")}
             if stems & terms:
                 spans.append((m.start(), m.end()))
     if not text:
         return Snippet("", ())
-    first = spans[0][0] if spans else 0
+    first = exact[0] if exact else (spans[0][0] if spans else 0)
     start = max(0, first - chars // 3)
     if start > 0:
         space = text.rfind(" ", 0, start)

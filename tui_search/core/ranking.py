@@ -104,10 +104,17 @@ def fuse(
                 w = min(w, params.adaptive_keyword_weight) if keyword else 0.0
             weights = (w, 1.0 - w)
     wk, ws = weights
+    # Min-max puts every query's best candidate at 1; scale by how good that best candidate
+    # really is (raw BM25, raw cosine), so a score means about the same across queries.
+    # Order within a query is unchanged (nDCG is unaffected).
+    best_kw = max((v.keyword for v in table.values()), default=0.0)
+    best_sem = max((v.semantic for v in table.values()), default=0.0)
+    confidence = wk * keyword_confidence(best_kw) + ws * min(max(best_sem, 0.0), 1.0)
+    confidence = confidence / (wk + ws) if wk + ws > 0 else 0.0
     for key, entry in table.items():
         entry.keyword_norm = kw_norm.get(key, 0.0)
         entry.semantic_norm = sem_norm.get(key, 0.0)
-        entry.score = wk * entry.keyword_norm + ws * entry.semantic_norm
+        entry.score = (wk * entry.keyword_norm + ws * entry.semantic_norm) * confidence
     scored = list(table.values())
     if mode == "keyword":
         scored = [s for s in scored if s.keyword_rank is not None]
