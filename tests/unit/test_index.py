@@ -273,3 +273,18 @@ def test_front_matter_tag_change_reaches_unchanged_sections(ws: Path, tmp_path: 
     assert found == {"notes:notes", "notes:first", "notes:second", "notes:third"}
     assert e.indexer.lexical.doc_count() == 5
     e.close()
+
+
+def test_search_does_not_wait_for_another_writer(ws: Path, tmp_path: Path, fake_embedder) -> None:  # type: ignore[no-untyped-def]
+    idx = tmp_path / "idx"
+    writer = engine_for(ws, idx, fake_embedder)
+    writer.sync()
+    reader = engine_for(ws, idx, fake_embedder)
+    with writer.indexer.lock.hold():  # another process is in the middle of a long write
+        report, busy = reader.try_sync()
+        assert report is None and busy and "another tui-search process" in busy
+        assert reader.search("zebra", mode="keyword").total_results == 1
+    report, busy = reader.try_sync()
+    assert busy is None and report is not None
+    writer.close()
+    reader.close()

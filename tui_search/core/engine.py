@@ -147,9 +147,10 @@ class SearchEngine:
     def try_sync(
         self, progress: ProgressCallback | None = None
     ) -> tuple[SyncReport | None, str | None]:
-        """Sync unless another process is writing; then say so and use the index as it is."""
+        """Sync unless another process is writing; then say so and use the index as it is
+        (a search never waits for someone else's long write)."""
         try:
-            return self.indexer.sync(progress), None
+            return self.indexer.sync(progress, lock_timeout=0.5), None
         except IndexBusyError as exc:
             return None, str(exc)
 

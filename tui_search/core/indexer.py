@@ -239,13 +239,18 @@ class Indexer:
         return doc
 
     def sync(
-        self, progress: ProgressCallback | None = None, *, rebuild: bool = False
+        self,
+        progress: ProgressCallback | None = None,
+        *,
+        rebuild: bool = False,
+        lock_timeout: float = 60.0,
     ) -> SyncReport:
-        """Bring the index in line with the whole workspace (incremental unless ``rebuild``)."""
+        """Bring the index in line with the whole workspace (incremental unless ``rebuild``).
+        Raises IndexBusyError when another process keeps writing for ``lock_timeout`` s."""
         started = time.perf_counter()
         report = SyncReport(repaired=list(self.repaired))
-        self.repaired.clear()
-        with self.lock.hold():
+        with self.lock.hold(lock_timeout):
+            self.repaired.clear()
             self._refresh_from_disk()
             if rebuild:
                 self._wipe()
