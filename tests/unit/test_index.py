@@ -288,3 +288,18 @@ def test_search_does_not_wait_for_another_writer(ws: Path, tmp_path: Path, fake_
     assert busy is None and report is not None
     writer.close()
     reader.close()
+
+
+def test_index_from_another_version_is_rebuilt(ws: Path, tmp_path: Path, fake_embedder) -> None:  # type: ignore[no-untyped-def]
+    idx = tmp_path / "idx"
+    e = engine_for(ws, idx, fake_embedder)
+    e.sync()
+    e.indexer.store.set_meta("schema_version", "0")
+    e.close()
+    e2 = engine_for(ws, idx, fake_embedder)
+    assert any("another version" in r for r in e2.indexer.repaired)
+    r = e2.sync()
+    assert r.chunks == 5 and r.embedded == 5
+    assert e2.indexer.lexical.doc_count() == 5 and len(e2.indexer.vectors) == 5
+    assert e2.search("bananas", mode="semantic").hits[0].section_id == "notes:second"
+    e2.close()

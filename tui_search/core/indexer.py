@@ -15,6 +15,7 @@ import contextlib
 import fcntl
 import json
 import os
+import shutil
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -27,7 +28,15 @@ from tui_search.core.chunking import Chunk, doc_id_for, parse_document
 from tui_search.core.embedding import Embedder
 from tui_search.core.errors import IndexBusyError, IndexError_
 from tui_search.core.lexical import LexicalIndex, LexicalParams
-from tui_search.core.store import ChunkRecord, FileRecord, Store, vector_key
+from tui_search.core.store import (
+    ChunkRecord,
+    FileRecord,
+    SchemaMismatch,
+    Store,
+    pack_vector,
+    unpack_vector,
+    vector_key,
+)
 from tui_search.core.vectors import VectorIndex
 from tui_search.core.workspace import FileInfo, Skipped, Workspace, read_file
 
@@ -153,11 +162,20 @@ class Indexer:
         try:
             return Store(path)
         except sqlite3.DatabaseError as exc:
+            # unreadable, or written by another version: start the whole index afresh
+            why = (
+                f"the index was made by another version of tui-search ({exc})"
+                if isinstance(exc, SchemaMismatch)
+                else f"the manifest was unreadable ({exc})"
+            )
             with self.lock.hold():
                 for suffix in ("", "-wal", "-shm"):
                     with contextlib.suppress(FileNotFoundError):
                         os.remove(str(path) + suffix)
-                self.repaired.append(f"manifest was unreadable ({exc}); rebuilt from the workspace")
+                shutil.rmtree(self.index_dir / "whoosh", ignore_errors=True)
+                with contextlib.suppress(FileNotFoundError):
+                    (self.index_dir / "vectors.usearch").unlink()
+                self.repaired.append(f"{why}; rebuilding it from the workspace")
                 return Store(path)
 
     def _open_lexical(self, params: LexicalParams | None) -> LexicalIndex:
@@ -502,7 +520,7 @@ class Indexer:
             for r, vec in zip(missing, missing_vectors, strict=True):
                 conn.execute(
                     "UPDATE chunks SET vector = ? WHERE key = ?",
-                    (vec.astype(np.float32).tobytes(), r.key),
+                    (pack_vector(vec), r.key),
                 )
             conn.execute("DELETE FROM meta WHERE key = 'dirty'")
         report.changed_files.extend(changed_paths)
@@ -521,7 +539,7 @@ class Indexer:
                 f"content_hash IN ({','.join('?' * len(part))})"
             )
             for h, blob in conn.execute(q, part):
-                out[h] = np.frombuffer(blob, dtype=np.float32)
+                out[h] = unpack_vector(blob)
         return out
 
     def _missing_vectors(self, exclude_paths: set[str] | None = None) -> list[ChunkRecord]:

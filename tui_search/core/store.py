@@ -20,7 +20,7 @@ import numpy as np
 
 from tui_search.core.chunking import Chunk, Link
 
-SCHEMA_VERSION = "3"
+SCHEMA_VERSION = "4"  # 4: vectors stored as float16
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -61,6 +61,21 @@ CREATE INDEX IF NOT EXISTS chunks_hash ON chunks(content_hash);
 CREATE INDEX IF NOT EXISTS chunks_novec ON chunks(key) WHERE vector IS NULL;
 CREATE TABLE IF NOT EXISTS skipped (path TEXT PRIMARY KEY, reason TEXT NOT NULL);
 """
+
+
+VECTOR_DTYPE = np.float16  # half the size of float32; cosine ranking is unaffected
+
+
+def pack_vector(vec: np.ndarray) -> bytes:
+    return np.asarray(vec, dtype=VECTOR_DTYPE).tobytes()
+
+
+def unpack_vector(blob: bytes) -> np.ndarray:
+    return np.frombuffer(blob, dtype=VECTOR_DTYPE).astype(np.float32)
+
+
+class SchemaMismatch(sqlite3.DatabaseError):
+    """The manifest was written by another version of tui-search."""
 
 
 def vector_key(chunk_key: str) -> int:
@@ -169,6 +184,11 @@ class Store:
                     )
         # probe: a corrupt file raises sqlite3.DatabaseError here
         conn.execute("SELECT count(*) FROM chunks").fetchone()
+        version = self.get_meta("schema_version")
+        if version != SCHEMA_VERSION:
+            conn.close()
+            self._local.conn = None
+            raise SchemaMismatch(f"index format {version}, this version uses {SCHEMA_VERSION}")
 
     def _conn(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
@@ -303,7 +323,7 @@ class Store:
             if not rows:
                 return
             keys = np.array([r[0] for r in rows], dtype=np.uint64)
-            vecs = np.stack([np.frombuffer(r[1], dtype=np.float32) for r in rows])
+            vecs = np.stack([unpack_vector(r[1]) for r in rows])
             yield keys, vecs
 
     def vectors_for(self, vkeys: Iterable[int]) -> dict[int, np.ndarray]:
@@ -314,14 +334,14 @@ class Store:
             part = vkeys[i : i + 500]
             q = f"SELECT vkey, vector FROM chunks WHERE vector IS NOT NULL AND vkey IN ({','.join('?' * len(part))})"
             for k, blob in conn.execute(q, part):
-                out[int(k)] = np.frombuffer(blob, dtype=np.float32)
+                out[int(k)] = unpack_vector(blob)
         return out
 
     def vectors_for_path(self, path: str) -> list[tuple[int, np.ndarray]]:
         rows = self._conn().execute(
             "SELECT vkey, vector FROM chunks WHERE path = ? AND vector IS NOT NULL", (path,)
         )
-        return [(int(k), np.frombuffer(b, dtype=np.float32)) for k, b in rows]
+        return [(int(k), unpack_vector(b)) for k, b in rows]
 
     # -- writes -------------------------------------------------------------------------
     def apply_file(
@@ -357,7 +377,7 @@ class Store:
         rows = []
         for c in chunks:
             vec = vectors.get(c.key)
-            blob = vec.astype(np.float32).tobytes() if vec is not None else old.get(c.key)
+            blob = pack_vector(vec) if vec is not None else old.get(c.key)
             rows.append(
                 (
                     c.key,

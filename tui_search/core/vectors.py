@@ -28,7 +28,7 @@ class VectorIndex:
         return Index(
             ndim=self.dim,
             metric="cos",
-            dtype="f32",
+            dtype="f16",
             connectivity=16,
             expansion_add=128,
             expansion_search=96,
