@@ -50,7 +50,6 @@ scripts/eval_scifact.py (choices made on the train queries, numbers reported on 
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import re
@@ -231,7 +230,7 @@ def token_probabilities(model, word_probs: list[tuple[str, float]]) -> np.ndarra
     counts = np.zeros(vocab_size, dtype=np.float64)
     words = [w for w, _ in word_probs]
     encs = tok.encode_batch(words, add_special_tokens=False)
-    for (w, p), enc in zip(word_probs, encs):
+    for (_w, p), enc in zip(word_probs, encs, strict=False):
         for i in enc.ids:
             if model.token_mapping is not None:
                 i = model.token_mapping[i]

@@ -57,7 +57,7 @@ class Settings:
     #: Snippet length in characters.
     snippet_chars: int = 220
     #: Hybrid fusion: weight of the keyword arm (the semantic arm gets 1 - this).
-    keyword_weight: float = 0.7
+    keyword_weight: float = 0.8
     #: How many candidates each arm contributes before fusion.
     candidate_depth: int = 200
     #: Passages shown per document in grouped results.

@@ -25,7 +25,7 @@ from whoosh.util.numlists import delta_decode
 try:  # whoosh keeps the length quantisation here
     from whoosh.util.numeric import byte_to_length
 except ImportError:  # pragma: no cover - older layouts
-    from whoosh.codec.whoosh3 import byte_to_length  # type: ignore[no-redef, attr-defined]
+    from whoosh.codec.whoosh3 import byte_to_length  # noqa: F401
 
 _BYTE_TO_LENGTH = np.array([byte_to_length(i) for i in range(256)], dtype=np.float64)
 

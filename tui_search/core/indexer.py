@@ -460,18 +460,18 @@ class Indexer:
         for path in removed:
             old_vkeys.extend(v for _, v, _ in self.store.chunk_hashes(path).values())
         for rec, chunks in parsed:
-            old = self.store.chunk_hashes(rec.path)
+            old_chunks = self.store.chunk_hashes(rec.path)
             new_keys = {c.key for c in chunks}
-            gone = [k for k in old if k not in new_keys]
-            old_vkeys.extend(old[k][1] for k in gone)
-            if rec.path in (force or ()) or not old:
+            gone = [k for k in old_chunks if k not in new_keys]
+            old_vkeys.extend(old_chunks[k][1] for k in gone)
+            if rec.path in (force or ()) or not old_chunks:
                 # redo after a crash (or a new file): rewrite the whole file in Whoosh
                 lexical_delete_paths.append(rec.path)
                 lexical_add.update(new_keys)
                 continue
             lexical_delete_keys.extend(gone)
             for c in chunks:
-                prev = old.get(c.key)
+                prev = old_chunks.get(c.key)
                 if prev is None or prev[0] != c.content_hash or prev[2] != c.tags:
                     lexical_add.add(c.key)
                     if prev is not None:

@@ -93,7 +93,7 @@ class IdentifierFilter(Filter):
                 yield t
 
 
-def text_analyzer():  # type: ignore[no-untyped-def]
+def text_analyzer():  # noqa: ANN201 - whoosh analyzers are untyped
     return (
         RegexTokenizer(r"\w+(?:[.:]\w+)*")
         | CompoundFilter()
@@ -103,7 +103,7 @@ def text_analyzer():  # type: ignore[no-untyped-def]
     )
 
 
-def identifier_analyzer():  # type: ignore[no-untyped-def]
+def identifier_analyzer():  # noqa: ANN201 - whoosh analyzers are untyped
     return RegexTokenizer(_IDENT_TOKEN) | IdentifierFilter()
 
 
@@ -192,7 +192,7 @@ class LexicalIndex:
         self._fast = FastBM25(B=self.params.b, K1=self.params.k1)
         self.ix = self._open_or_create()
 
-    def _open_or_create(self):  # type: ignore[no-untyped-def]
+    def _open_or_create(self):  # noqa: ANN201 - whoosh index objects are untyped
         self.directory.mkdir(parents=True, exist_ok=True)
         if any(self.directory.glob("_MAIN_*.toc")):
             try:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class FusionParams:
-    keyword_weight: float = 0.7
+    keyword_weight: float = 0.8
     #: Multiplier per identifier-like query term found case-sensitively in a chunk.
     exact_boost: float = 1.5
     #: Lean on the semantic arm when the keyword arm finds fewer than this many chunks.
