@@ -160,3 +160,27 @@ def test_compile_never_raises(engine: SearchEngine, text: str) -> None:
     plan = compile_query(text, engine)
     assert plan.text == text
     engine.rank(plan, plan.mode or "hybrid")  # and the plan runs
+
+
+def test_only_excluded_words_search_literally() -> None:
+    from tui_search.core.query import Not, Seq, Word, only_excluded_text, parse
+
+    assert only_excluded_text(parse("-Message"))
+    assert only_excluded_text(parse("NOT draft"))
+    assert not only_excluded_text(parse("backup -postgres"))
+    assert not only_excluded_text(parse("NOT tag:draft"))  # a filter-only listing stays one
+    assert not only_excluded_text(Seq(should=(Word("a"),), must_not=(Not(Word("b")),)))
+
+
+def test_only_excluded_words_compile_to_the_plain_plan_with_a_warning() -> None:
+    from types import SimpleNamespace
+
+    from tui_search.core.engine import plan_plain
+    from tui_search.core.lexical import LexicalParams
+    from tui_search.core.query import compile_query
+
+    params = LexicalParams()
+    plan = compile_query("-Message", SimpleNamespace(lexical_params=params))  # type: ignore[arg-type]
+    assert plan.warnings and "only excludes" in plan.warnings[0]
+    assert plan.keyword_query == plan_plain("-Message", params).keyword_query
+    assert plan.filter_query is None and plan.mask_query is None

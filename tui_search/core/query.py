@@ -457,6 +457,27 @@ def is_plain(node: Node | None) -> bool:
     return node is not None and _plain_words(node) is not None
 
 
+def only_excluded_text(node: Node | None) -> bool:
+    """True when every clause is negated and some negated clause is text: ``-Message``,
+    ``NOT draft``. Nobody means "every section without this word" (and in docs like
+    PowerShell's, ``-Message`` is how a parameter is written), so such a query is literal."""
+    if node is None:
+        return False
+    if isinstance(node, Not):
+        return any(isinstance(n, (Word, Phrase)) for n in iter_nodes(node.child))
+    if isinstance(node, Seq):
+        return (
+            not node.must
+            and not node.should
+            and any(isinstance(n, (Word, Phrase)) for c in node.must_not for n in iter_nodes(c))
+        )
+    if isinstance(node, And):
+        return all(only_excluded_text(c) or isinstance(c, Not) for c in node.children) and any(
+            only_excluded_text(c) for c in node.children
+        )
+    return False
+
+
 def positive_text(node: Node | None) -> list[str]:
     """Words and phrases that are not negated (for the semantic arm and highlighting)."""
     out: list[str] = []
@@ -765,6 +786,12 @@ def compile_query(text: str, engine: SearchEngine) -> QueryPlan:
         ast = _Parser(tokens).parse()
         tree, directives = extract_directives(ast)
         tree = normalize(tree) if tree is not None else None
+        if only_excluded_text(tree) and not directives.similar and not directives.like:
+            return _fallback(
+                text,
+                params,
+                "a query that only excludes words would list everything without them",
+            )
         return _build(text, tree, directives, engine)
     except QuerySyntaxError as exc:
         return _fallback(text, params, str(exc))
