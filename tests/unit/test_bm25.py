@@ -85,3 +85,22 @@ def test_empty_index_and_unknown_terms(tmp_path: Path) -> None:
     e.sync()
     assert e.search("zzzunknownterm", mode="keyword").total_results == 0
     e.close()
+
+
+def test_matching_keys_uses_cached_segment_keys(tmp_path: Path) -> None:
+    from whoosh import query as Q
+
+    ws = tmp_path / "ws"
+    shutil.copytree(SAMPLE_WORKSPACE, ws)
+    e = SearchEngine(Settings(workspace=ws, index_dir=tmp_path / "idx"), embedder=FakeEmbedder())
+    e.sync()
+    (ws / "extra.md").write_text("# Extra\n\nmore words\n")
+    (ws / "index.md").unlink()
+    e.sync()  # a second segment and deletions
+    lex = e.indexer.lexical
+    s = lex.searcher()
+    expected = sorted(s.stored_fields(n)["key"] for n in Q.Every().docs(s))
+    got = sorted(lex.matching_keys(Q.Every()))
+    assert len(got) > 256 and got == expected
+    assert got == sorted(r.key for r in e.indexer.store.iter_chunks())
+    e.close()

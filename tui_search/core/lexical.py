@@ -190,6 +190,7 @@ class LexicalIndex:
         self._lock = threading.Lock()
         self._searcher: Searcher | None = None
         self._fast = FastBM25(B=self.params.b, K1=self.params.k1)
+        self._keys_cache: dict[str, list[str]] = {}
         self.ix = self._open_or_create()
 
     def _open_or_create(self):  # noqa: ANN201 - whoosh index objects are untyped
@@ -281,9 +282,34 @@ class LexicalIndex:
         return [(hit["key"], float(hit.score)) for hit in results]
 
     def matching_keys(self, query: Q.Query, limit: int | None = None) -> list[str]:
-        """Keys that match (unscored order), for filter-only queries."""
+        """Keys that match (unscored order), for filters and filter-only queries."""
         s = self.searcher()
-        return [s.stored_fields(n)["key"] for n in list(query.docs(s))[:limit]]
+        docnums = list(query.docs(s))[:limit]
+        if len(docnums) < 256:
+            return [s.stored_fields(n)["key"] for n in docnums]
+        keys = self._all_keys(s)
+        return [keys[n] for n in docnums]
+
+    def _all_keys(self, s: Searcher) -> list[str]:
+        """docnum -> chunk key for the whole index, cached per segment (segments never change)."""
+        reader = s.reader()
+        leaves = reader.leaf_readers() if hasattr(reader, "leaf_readers") else [(reader, 0)]
+        out: list[str] = []
+        live: set[str] = set()
+        for leaf, _offset in leaves:
+            seg = leaf.segment() if hasattr(leaf, "segment") else None
+            seg_id = seg.segment_id() if seg is not None else f"mem{id(leaf)}"
+            live.add(seg_id)
+            keys = self._keys_cache.get(seg_id)
+            if keys is None:
+                keys = [""] * leaf.doc_count_all()
+                for docnum, fields in leaf.iter_docs():
+                    keys[docnum] = fields.get("key", "")
+                self._keys_cache[seg_id] = keys
+            out.extend(keys)
+        for stale in set(self._keys_cache) - live:
+            del self._keys_cache[stale]
+        return out
 
     def count(self, query: Q.Query) -> int:
         return sum(1 for _ in query.docs(self.searcher()))
