@@ -155,6 +155,14 @@ def test_preview_focused(snap_compare: Any, workspace: Path, build: Any) -> None
     )
 
 
+def test_links_picker(snap_compare: Any, workspace: Path, build: Any) -> None:
+    assert snap_compare(
+        build(workspace),
+        terminal_size=SIZE,
+        run_before=searching("restore steps", "down", "enter", "l"),
+    )
+
+
 def test_help(snap_compare: Any, workspace: Path, build: Any) -> None:
     assert snap_compare(build(workspace), terminal_size=SIZE, run_before=searching("backup", "f1"))
 

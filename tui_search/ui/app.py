@@ -15,6 +15,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -24,11 +25,13 @@ from textual.binding import Binding, BindingType
 from textual.color import Color
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
+from textual.screen import ModalScreen
 from textual.timer import Timer
 from textual.widgets import Footer, Input, OptionList, ProgressBar, Static
 from textual.worker import get_current_worker
 
 from tui_search.config import Settings
+from tui_search.core.chunking import slugify
 from tui_search.core.errors import TuiSearchError
 from tui_search.core.textsafe import sanitize_terminal
 from tui_search.ui.commands import MODES, SearchCommands
@@ -45,11 +48,13 @@ from tui_search.ui.messages import (
 from tui_search.ui.render import (
     DEFAULT_WINDOW,
     DocumentMeta,
+    LinkEntry,
     PreviewStyles,
     SectionSpan,
     render_preview,
 )
 from tui_search.ui.screens.help import HelpScreen
+from tui_search.ui.screens.picker import community_picker, links_picker
 from tui_search.ui.themes import DEFAULT_THEME, load_themes
 from tui_search.ui.widgets.preview import PreviewPane
 from tui_search.ui.widgets.results import Entry, ResultsList
@@ -60,6 +65,14 @@ SEARCH_DEBOUNCE = 0.18
 PREVIEW_DEBOUNCE = 0.06
 #: Seconds the app waits at exit for an indexing thread to stop at its next progress report.
 EXIT_GRACE = 3.0
+
+
+@dataclass(frozen=True)
+class PreviewTarget:
+    """A document shown in the preview by following a link (not the selected result)."""
+
+    path: str
+    anchor: str = ""  # heading anchor to open at ("" = the top)
 
 
 class IndexCancelled(Exception):
@@ -95,6 +108,8 @@ class TuiSearchApp(App[int]):
         Binding("escape", "focus_query", "Query", id="focus-query"),
         Binding("e", "edit", "Edit", id="edit"),
         Binding("y", "copy_id", "Copy id", id="copy-id"),
+        Binding("l", "links", "Links", id="links"),
+        Binding("ctrl+l", "community", "Community", priority=True, id="community"),
         Binding("f1", "help", "Help", id="help"),
         Binding("question_mark", "help", "Help", show=False, key_display="?", id="help-alt"),
         Binding("ctrl+q", "quit", "Quit", priority=True, id="quit"),
@@ -130,6 +145,12 @@ class TuiSearchApp(App[int]):
         self._preview_key: tuple[Any, ...] | None = None
         self._keep: tuple[str | None, str | None] | None = None
         self._last_results: Any = None
+        #: A document reached by following a link, shown instead of the selected result.
+        self._followed: PreviewTarget | None = None
+        #: What the preview showed before each followed link (None = the selected result).
+        self._history: list[PreviewTarget | None] = []
+        #: The community filter: every search is restricted to its documents.
+        self.community: Any = None
         self._last_progress = 0.0
         self._cancel_index = threading.Event()
         self._index_thread: threading.Thread | None = None
@@ -298,7 +319,7 @@ class TuiSearchApp(App[int]):
         except Exception:  # noqa: BLE001
             pass
         self._show_progress("scan", 0, 0)
-        if self.query_input.value.strip():
+        if self._wants_search():
             self.run_search()
         else:
             self._set_results_message("Indexing the workspace… you can start typing.")
@@ -346,7 +367,7 @@ class TuiSearchApp(App[int]):
         self.index_ready = True
         if first and self.watch_enabled:
             self._start_watcher()
-        if self.query_input.value.strip():
+        if self._wants_search():
             self._keep = self._selection()
             self.run_search()
         else:
@@ -450,7 +471,7 @@ class TuiSearchApp(App[int]):
         """Re-run the query keeping the selection, and re-render the preview if its file changed."""
         if self.preview.rendered is not None and self.preview.rendered.file_path in changed:
             self._preview_key = None
-        if self.query_input.value.strip():
+        if self._wants_search():
             self._keep = self._selection()
             self.run_search()
         else:
@@ -462,45 +483,79 @@ class TuiSearchApp(App[int]):
         self._keep = None
         if self._search_timer is not None:
             self._search_timer.stop()
-        if not event.value.strip():
+        if not self._wants_search():
             self.workers.cancel_group(self, "search")
             self._show_idle()
             return
         self._search_timer = self.set_timer(self.search_debounce, self.run_search)
 
+    def _wants_search(self) -> bool:
+        """A query is typed, or a community filter lists its sections on its own."""
+        return bool(self.query_input.value.strip()) or self.community is not None
+
     def run_search(self, *, append: bool = False) -> None:
         query = self.query_input.value.strip()
-        if not query or self.engine is None:
+        if not self._wants_search() or self.engine is None:
             return
         continuation = None
         if append:
             if self._last_results is None or not self._last_results.next_token:
                 return
             continuation = self._last_results.next_token
-        self._search_worker(query, self.mode, self.grouped, continuation, append)
+        community = self.community
+        scope = (community.id, tuple(community.documents)) if community is not None else None
+        self._search_worker(query, self.mode, self.grouped, continuation, append, scope)
 
     @work(thread=True, exclusive=True, group="search", exit_on_error=False, description="search")
     def _search_worker(
-        self, query: str, mode: str, grouped: bool, continuation: str | None, append: bool
+        self,
+        query: str,
+        mode: str,
+        grouped: bool,
+        continuation: str | None,
+        append: bool,
+        scope: tuple[int, tuple[str, ...]] | None = None,
     ) -> None:
         worker = get_current_worker()
         error = None
         results = None
         try:
+            plan: Any = query
+            if scope is not None:
+                from tui_search.core.query import restrict_to_documents
+
+                plan = restrict_to_documents(self.engine.plan(query), self.engine, list(scope[1]))
+                if not query:  # the filter alone: the community's sections, in document order
+                    plan = replace(plan, fixed_ranking=self._listing(scope[1]))
             results = self.engine.search(
-                query, mode=mode, group=grouped, limit=PAGE_SIZE, continuation=continuation
+                plan, mode=mode, group=grouped, limit=PAGE_SIZE, continuation=continuation
             )
         except TuiSearchError as exc:
             error = str(exc)
         except Exception as exc:  # noqa: BLE001 - shown in the UI
             error = f"search failed: {type(exc).__name__}: {exc}"
         if not worker.is_cancelled:
-            self.post_message(SearchDone(query, mode, grouped, results, append, error))
+            scope_id = scope[0] if scope is not None else None
+            self.post_message(SearchDone(query, mode, grouped, results, append, error, scope_id))
+
+    def _listing(self, paths: tuple[str, ...]) -> list[tuple[str, float]]:
+        """Every section of ``paths`` (worker thread), by path then position, all scored 1."""
+        ranked: list[tuple[str, float]] = []
+        for path in sorted(paths):
+            chunks = sorted(self.engine.sections(path), key=lambda c: (c.line_start, c.chunk_index))
+            ranked.extend((c.key, 1.0) for c in chunks)
+        return ranked
 
     def on_search_done(self, message: SearchDone) -> None:
         current = self.query_input.value.strip()
-        if message.query != current or message.mode != self.mode or message.grouped != self.grouped:
-            return  # stale: the query, mode or grouping changed since
+        scope_id = self.community.id if self.community is not None else None
+        if (
+            message.query != current
+            or message.mode != self.mode
+            or message.grouped != self.grouped
+            or message.scope != scope_id
+        ):
+            return  # stale: the query, mode, grouping or community filter changed since
         if message.error:
             self.results.clear_results()
             self.status.update_state(results=None, took_ms=None)
@@ -520,11 +575,19 @@ class TuiSearchApp(App[int]):
         self.results.show_results(results, append=message.append)
         self.status.update_state(results=results.total_results, took_ms=results.took_ms)
         if not self.results.entries:
+            scope_note: tuple[str, str] | str = ""
+            if self.community is not None:
+                scope_note = (
+                    f"\n\nOnly the community “{sanitize_terminal(self.community.label)}” is "
+                    "searched (ctrl+l to change or clear the filter).",
+                    "$text-muted",
+                )
             self._set_results_message(
                 Content.assemble(
                     ("No results", "bold $warning"),
                     " for ",
                     (f"“{sanitize_terminal(current)}”", "bold"),
+                    scope_note,
                     "\n\n",
                     (
                         f"Try fewer or other words, or another mode (ctrl+t: now {self.mode}).",
@@ -538,7 +601,11 @@ class TuiSearchApp(App[int]):
                 )
             )
             self.preview.show_message("Nothing selected.")
+            self.preview.border_title = "Preview"
+            self.preview.border_subtitle = ""
             self._preview_key = None
+            self._followed = None
+            self._history.clear()
             return
         self._set_results_message(None)
         index = 0
@@ -575,6 +642,8 @@ class TuiSearchApp(App[int]):
         if entry is not None and entry.kind == "more":
             self.run_search(append=True)
             return
+        self._followed = None  # a result chosen: the preview follows the results again
+        self._history.clear()
         self._schedule_preview()
 
     @on(OptionList.OptionSelected, "#results")
@@ -636,19 +705,29 @@ class TuiSearchApp(App[int]):
         )
 
     def update_preview(self, *, force: bool = False, keep_scroll: bool = False) -> None:
-        entry = self.results.current
-        hit = entry.preview_hit if entry else None
-        path = entry.file_path if entry else None
-        if entry is None or path is None or self.engine is None:
+        anchor = ""
+        selected: SectionSpan | None = None
+        selected_key: Any = None
+        if self._followed is not None:
+            path: str | None = self._followed.path
+            anchor = self._followed.anchor
+        else:
+            entry = self.results.current
+            hit = entry.preview_hit if entry else None
+            path = entry.file_path if entry else None
+            if hit is not None:
+                selected = SectionSpan(hit.section_id, hit.line_start, hit.line_end)
+                selected_key = hit.key
+        if path is None or self.engine is None:
             return
         width = max(20, self.preview.scrollable_content_region.width - 1)
         terms = tuple(self._last_results.terms) if self._last_results is not None else ()
-        key = (path, hit.key if hit else None, width, self.preview_window, self.theme, terms)
+        key = (path, selected_key, anchor, width, self.preview_window, self.theme, terms)
         if key == self._preview_key and not force:
             return
         self._preview_key = key
         self._render_preview_worker(
-            key, path, hit, terms, width, self.preview_styles(), keep_scroll
+            key, path, selected, anchor, terms, width, self.preview_styles(), keep_scroll
         )
 
     @work(thread=True, exclusive=True, group="preview", exit_on_error=False, description="preview")
@@ -656,7 +735,8 @@ class TuiSearchApp(App[int]):
         self,
         key: tuple[Any, ...],
         path: str,
-        hit: Any,
+        selected: SectionSpan | None,
+        anchor: str,
         terms: tuple[str, ...],
         width: int,
         styles: PreviewStyles,
@@ -678,18 +758,17 @@ class TuiSearchApp(App[int]):
             if not worker.is_cancelled:
                 self.call_from_thread(self._preview_failed, key, f"{type(exc).__name__}: {exc}")
             return
-        links = ()
+        if selected is None and anchor:
+            selected = section_for_anchor(sections, anchor)
         meta = DocumentMeta(title=path)
         if record is not None:
-            links = tuple(
-                f"{link.target}{'#' + link.anchor if link.anchor else ''}"
-                + (f"  ({link.text})" if link.text and link.text != link.target else "")
-                for link in record.links
+            links_to, linked_from = self._link_entries(path, record)
+            meta = DocumentMeta(
+                title=record.title,
+                tags=tuple(record.tags),
+                links_to=links_to,
+                linked_from=linked_from,
             )
-            meta = DocumentMeta(title=record.title, tags=tuple(record.tags), links=links)
-        selected = (
-            SectionSpan(hit.section_id, hit.line_start, hit.line_end) if hit is not None else None
-        )
         if worker.is_cancelled:
             return
         rendered = render_preview(
@@ -707,20 +786,53 @@ class TuiSearchApp(App[int]):
             rendered.notes.append("keep" if keep_scroll else "")
             self.post_message(PreviewReady(rendered, key))
 
+    def _link_entries(
+        self, path: str, record: Any
+    ) -> tuple[tuple[LinkEntry, ...], tuple[LinkEntry, ...]]:
+        """Links to / linked from ``path`` (worker thread: the graph may be rebuilt here)."""
+        try:
+            graph = self.engine.graph()
+            resolved = [(r.link, r.target) for r in graph.links_of(path)]
+            backlinks = [LinkEntry("from", p, graph.title(p)) for p in graph.linked_from(path)]
+            title_of = graph.title
+        except Exception:  # noqa: BLE001 - no graph: list the links as written, unresolved
+            resolved = [(link, None) for link in record.links]
+            backlinks = []
+
+            def title_of(p: str) -> str:
+                return p
+
+        links_to: list[LinkEntry] = []
+        seen: set[tuple[str | None, str, str]] = set()
+        for link, target in resolved:
+            if target == path:
+                continue  # an in-page anchor: not a link to another document
+            written = link.target + (f"#{link.anchor}" if link.anchor else "")
+            ident = (target, link.anchor if target else "", written if target is None else "")
+            if ident in seen:
+                continue
+            seen.add(ident)
+            if target is None:
+                links_to.append(LinkEntry("to", None, text=written))
+            else:
+                links_to.append(LinkEntry("to", target, title_of(target), link.anchor, link.text))
+        return tuple(links_to), tuple(backlinks)
+
     def on_preview_ready(self, message: PreviewReady) -> None:
         if message.key != self._preview_key:
             return
         keep = message.rendered.notes and message.rendered.notes[-1] == "keep"
         self.preview.show_rendered(message.rendered, keep_scroll=bool(keep))
         hit_path = message.rendered.file_path
-        self.preview.border_title = f"Preview — {sanitize_terminal(hit_path)}"
+        via = " (followed link)" if self._followed is not None else ""
+        self.preview.border_title = Content(f"Preview — {sanitize_terminal(hit_path)}{via}")
+        notes = []
         if message.rendered.truncated:
             start, end = message.rendered.window
-            self.preview.border_subtitle = (
-                f"lines {start}–{end} of {message.rendered.total_lines} · m more"
-            )
-        else:
-            self.preview.border_subtitle = ""
+            notes.append(f"lines {start}–{end} of {message.rendered.total_lines} · m more")
+        if self._history:
+            notes.append("backspace back")
+        self.preview.border_subtitle = " · ".join(notes)
 
     def _preview_failed(self, key: tuple[Any, ...], error: str) -> None:
         if key == self._preview_key:
@@ -734,6 +846,110 @@ class TuiSearchApp(App[int]):
     def on_resize(self) -> None:
         if self.results.current is not None:
             self._schedule_preview()
+
+    # -- links ---------------------------------------------------------------------------
+    def action_links(self) -> None:
+        if isinstance(self.screen, ModalScreen):
+            return
+        rendered = self.preview.rendered
+        if rendered is None:
+            self.notify("Nothing is shown in the preview.", severity="warning", timeout=2)
+            return
+        if not rendered.links:
+            self.notify(
+                f"{sanitize_terminal(rendered.file_path)} has no links and no backlinks.",
+                timeout=3,
+            )
+            return
+        self.push_screen(links_picker(rendered.title, rendered.links), self.follow_link)
+
+    def follow_link(self, entry: LinkEntry | None) -> None:
+        """Show the linked document in the preview (at its anchor); the results stay as they are."""
+        if entry is None or entry.path is None or self.engine is None:
+            return
+        self._history.append(self._followed)
+        del self._history[:-50]
+        self._followed = PreviewTarget(entry.path, entry.anchor if entry.direction == "to" else "")
+        self._preview_key = None
+        self.update_preview()
+        self.preview.focus()
+
+    @on(PreviewPane.LinkClicked)
+    def _link_clicked(self, event: PreviewPane.LinkClicked) -> None:
+        self.follow_link(event.entry)
+
+    @on(PreviewPane.BackRequested)
+    def go_back(self) -> None:
+        if not self._history:
+            self.notify("No previous document: follow a link with l first.", timeout=2)
+            return
+        self._followed = self._history.pop()
+        self._preview_key = None
+        self.update_preview()
+
+    # -- community filter -----------------------------------------------------------------
+    def action_community(self) -> None:
+        if isinstance(self.screen, ModalScreen):
+            return
+        if self.engine is None:
+            self.notify("The index is not open yet.", severity="warning", timeout=2)
+            return
+        self._load_communities()
+
+    @work(thread=True, exclusive=True, group="graph", exit_on_error=False, description="graph")
+    def _load_communities(self) -> None:
+        try:
+            communities = self.engine.graph().communities()
+        except Exception as exc:  # noqa: BLE001 - shown in the UI
+            self.call_from_thread(
+                self.notify,
+                sanitize_terminal(f"cannot build the link graph: {exc}"),
+                title="Communities",
+                severity="error",
+            )
+            return
+        self.call_from_thread(self._show_communities, communities)
+
+    def _show_communities(self, communities: list[Any]) -> None:
+        if isinstance(self.screen, ModalScreen):
+            return
+        active = self.community.id if self.community is not None else None
+        self.push_screen(community_picker(communities, active), self._community_chosen)
+
+    def _community_chosen(self, choice: Any) -> None:
+        if choice is None:
+            return
+        if choice == "clear":
+            self.clear_community()
+        else:
+            self.apply_community(choice)
+
+    def apply_community(self, community: Any) -> None:
+        """Restrict every search (all modes, flat and grouped) to the community's documents."""
+        self.community = community
+        label = sanitize_terminal(community.label).replace("\n", " ")
+        if len(label) > 24:
+            label = label[:23] + "…"
+        self.status.update_state(community=f"{label} ({len(community.documents)})")
+        self.query_one("#results-pane").border_title = Content(f"Results — community: {label}")
+        self._keep = self._selection()
+        self._last_results = None
+        self.run_search()
+
+    def clear_community(self) -> None:
+        if self.community is None:
+            self.notify("No community filter is active.", timeout=2)
+            return
+        self.community = None
+        self.status.update_state(community="")
+        self.query_one("#results-pane").border_title = "Results"
+        self._keep = self._selection()
+        self._last_results = None
+        if self._wants_search():
+            self.run_search()
+        else:
+            self.workers.cancel_group(self, "search")
+            self._show_idle()
 
     # -- actions ------------------------------------------------------------------------
     def action_focus_query(self) -> None:
@@ -789,25 +1005,40 @@ class TuiSearchApp(App[int]):
         entry: Entry | None = self.results.current
         return entry.preview_hit if entry else None
 
-    def action_copy_id(self) -> None:
+    def _shown_location(self) -> tuple[str, int, str | None] | None:
+        """(file, line, section id) of what the preview shows: the result or a followed link."""
+        if self._followed is not None:
+            rendered = self.preview.rendered
+            if rendered is None or rendered.file_path != self._followed.path:
+                return None
+            return (rendered.file_path, rendered.section_line or 1, rendered.section_id)
         hit = self._current_hit()
         if hit is None:
+            return None
+        return (hit.file_path, hit.line_start, hit.section_id)
+
+    def action_copy_id(self) -> None:
+        where = self._shown_location()
+        if where is None:
             self.notify("Nothing selected.", severity="warning", timeout=2)
             return
-        self.copy_to_clipboard(hit.section_id)
-        self.notify(f"copied {sanitize_terminal(hit.section_id)}", timeout=2)
+        # a followed document opened at its top has no section: copy its path
+        ident = where[2] or where[0]
+        self.copy_to_clipboard(ident)
+        self.notify(f"copied {sanitize_terminal(ident)}", timeout=2)
 
     def editor_command(self, path: Path, line: int) -> list[str]:
         editor = os.environ.get("EDITOR") or os.environ.get("VISUAL") or "vi"
         return [*shlex.split(editor), f"+{line}", str(path)]
 
     def action_edit(self) -> None:
-        hit = self._current_hit()
-        if hit is None or self.engine is None:
+        where = self._shown_location()
+        if where is None or self.engine is None:
             self.notify("Nothing selected.", severity="warning", timeout=2)
             return
-        path = Path(self.settings.workspace) / hit.file_path
-        argv = self.editor_command(path, hit.line_start)
+        file_path, line, section_id = where
+        path = Path(self.settings.workspace) / file_path
+        argv = self.editor_command(path, line)
 
         def run() -> int:
             return subprocess.run(argv, check=False).returncode
@@ -825,9 +1056,19 @@ class TuiSearchApp(App[int]):
             return
         if code:
             self.notify(f"{argv[0]} exited with status {code}", title="Editor", severity="warning")
-        self._keep = (hit.section_id, hit.file_path)
+        if self._followed is None:
+            self._keep = (section_id, file_path)
         self._preview_key = None
-        self._reindex([hit.file_path])
+        self._reindex([file_path])
+
+
+def section_for_anchor(sections: list[SectionSpan], anchor: str) -> SectionSpan | None:
+    """The section a link's ``#anchor`` names (its id is ``<doc>:<slug>``), if any."""
+    wanted = {anchor.strip().lower(), slugify(anchor)}
+    for section in sections:
+        if section.section_id.partition(":")[2] in wanted:
+            return section
+    return None
 
 
 def make_app(settings: Settings, **kwargs: Any) -> TuiSearchApp:

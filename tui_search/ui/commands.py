@@ -1,4 +1,4 @@
-"""Command palette entries (ctrl+p): reindex, search mode, grouping, theme, help."""
+"""Command palette entries (ctrl+p): reindex, mode, grouping, community filter, theme, help."""
 
 from __future__ import annotations
 
@@ -26,8 +26,26 @@ class SearchCommands(Provider):
                 app.action_toggle_group,
                 "Show results ranked across files, or grouped by document",
             ),
+            (
+                "Filter by link community…",
+                app.action_community,
+                "Restrict every search to a cluster of linked documents (ctrl+l)",
+            ),
+            (
+                "Links of the previewed document…",
+                app.action_links,
+                "Follow a link or a backlink of the document in the preview (l)",
+            ),
             ("Help: keys", app.action_help, "Every key binding"),
         ]
+        if app.community is not None:
+            cmds.append(
+                (
+                    "Clear community filter",
+                    app.clear_community,
+                    "Search the whole workspace again",
+                )
+            )
         for mode in MODES:
             cmds.append((f"Mode: {mode}", partial(app.set_mode, mode), f"Search in {mode} mode"))
         for name in sorted(app.available_themes):

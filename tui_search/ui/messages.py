@@ -46,6 +46,7 @@ class SearchDone(Message):
     results: Any  # SearchResults
     append: bool = False
     error: str | None = None
+    scope: int | None = None  # id of the community filter the search ran under
 
 
 @dataclass

@@ -15,6 +15,7 @@ from io import StringIO
 
 from rich.console import Console
 from rich.markdown import Markdown
+from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from rich.theme import Theme as RichTheme
@@ -68,10 +69,35 @@ class SectionSpan:
 
 
 @dataclass(frozen=True)
+class LinkEntry:
+    """One row of the preview's link lists: a link written in the document, or a backlink."""
+
+    direction: str  # "to" (the document links there) | "from" (that document links here)
+    path: str | None  # workspace path of the other document; None for a broken link
+    title: str = ""
+    anchor: str = ""  # heading anchor of a "to" link ("" = the top of the document)
+    text: str = ""  # the link as written (target of a broken link, or the link text)
+
+    @property
+    def broken(self) -> bool:
+        return self.path is None
+
+    @property
+    def label(self) -> str:
+        """``Title  path#anchor`` (or ``target  (broken)``), terminal-safe, one line."""
+        if self.path is None:
+            return sanitize_terminal(f"{self.text}  (broken)").replace("\n", " ")
+        where = self.path + (f"#{self.anchor}" if self.anchor else "")
+        title = self.title if self.title and self.title != self.path else ""
+        return sanitize_terminal(f"{title}  {where}" if title else where).replace("\n", " ")
+
+
+@dataclass(frozen=True)
 class DocumentMeta:
     title: str = ""
     tags: tuple[str, ...] = ()
-    links: tuple[str, ...] = ()  # already formatted "target#anchor (text)"
+    links_to: tuple[LinkEntry, ...] = ()
+    linked_from: tuple[LinkEntry, ...] = ()
 
 
 @dataclass
@@ -84,9 +110,16 @@ class RenderedPreview:
     window: tuple[int, int] = (1, 1)
     total_lines: int = 0
     file_path: str = ""
+    title: str = ""
     section_id: str | None = None
     truncated: bool = False
     notes: list[str] = field(default_factory=list)
+    #: First source line of the selected section (0 when nothing is selected).
+    section_line: int = 0
+    #: The document's links (links to, then linked from), for the links picker.
+    links: tuple[LinkEntry, ...] = ()
+    #: Rendered line -> the link listed on it (clickable rows of the link lists).
+    link_rows: dict[int, LinkEntry] = field(default_factory=dict)
 
 
 def terms_pattern(terms: Iterable[str]) -> re.Pattern[str] | None:
@@ -130,7 +163,7 @@ def choose_window(
     return start, end
 
 
-def _to_text(segment_lines: list[list]) -> list[Text]:  # type: ignore[type-arg]
+def _to_text(segment_lines: list[list[Segment]]) -> list[Text]:
     out = []
     for segs in segment_lines:
         t = Text(no_wrap=True, end="")
@@ -226,11 +259,32 @@ def render_preview(
         note = f"… lines {end + 1}–{total} not shown (press m for more)"
         notes.append(note)
         add(Text(note, style=muted))
-    if meta.links:
+    link_rows: dict[int, LinkEntry] = {}
+    heading_style = Style.parse(f"bold {styles.primary}")
+    for name, entries, arrow in (
+        ("Links to", meta.links_to, "→"),
+        ("Linked from", meta.linked_from, "←"),
+    ):
+        if not entries:
+            continue
         add(Text("─" * inner, style=muted))
-        add(Text(f"Links ({len(meta.links)})", style=Style.parse(f"bold {styles.primary}")))
-        for link in meta.links:
-            add(Text(f"  → {sanitize_terminal(link)}", no_wrap=True))
+        add(Text(f"{name} ({len(entries)})  · l to follow", style=heading_style, no_wrap=True))
+        for entry in entries:
+            row = Text(no_wrap=True)
+            if entry.broken:
+                row.append("  ✗ ", style=muted)
+                row.append(sanitize_terminal(entry.text).replace("\n", " "), style=muted)
+                row.append("  broken link", style=Style.parse(f"italic {styles.accent}"))
+            else:
+                row.append(f"  {arrow} ", style=Style.parse(styles.accent))
+                title = entry.title if entry.title and entry.title != entry.path else ""
+                if title:
+                    row.append(sanitize_terminal(title).replace("\n", " "))
+                    row.append("  ")
+                where = (entry.path or "") + (f"#{entry.anchor}" if entry.anchor else "")
+                row.append(sanitize_terminal(where), style=muted)
+                link_rows[len(lines)] = entry
+            add(row)
 
     strips: list[Strip] = []
     for t, marked in lines:
@@ -251,9 +305,13 @@ def render_preview(
         window=(start, end),
         total_lines=total,
         file_path=file_path,
+        title=meta.title or file_path,
         section_id=selected.section_id if selected else None,
         truncated=start > body_start + 1 or end < total,
         notes=notes,
+        section_line=selected.line_start if selected else 0,
+        links=meta.links_to + meta.linked_from,
+        link_rows=link_rows,
     )
 
 

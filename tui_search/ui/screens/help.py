@@ -18,7 +18,8 @@ HELP_SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
             ("ctrl+g", "switch flat / grouped-by-document results"),
             ("ctrl+t", "cycle search mode: hybrid → keyword → semantic"),
             ("ctrl+r", "re-index the workspace"),
-            ("ctrl+p", "command palette (reindex, mode, theme, grouping)"),
+            ("ctrl+l", "filter by link community (searches only its documents; clear it there)"),
+            ("ctrl+p", "command palette (reindex, mode, theme, grouping, community filter)"),
             ("tab / shift+tab", "next / previous pane"),
             ("escape", "back to the query"),
             ("f1 or ?", "this help (? outside the query bar)"),
@@ -41,6 +42,7 @@ HELP_SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
             ("enter", "focus the preview at the selected section"),
             ("e", "open the section in $EDITOR at its line (re-indexes on return)"),
             ("y", "copy the section id"),
+            ("l", "links of the previewed document: links to / linked from, enter follows"),
         ],
     ),
     (
@@ -49,12 +51,21 @@ HELP_SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
             ("up / down, j / k, space", "scroll"),
             ("m", "render more of a long document"),
             ("s", "scroll back to the selected section"),
-            ("e / y", "edit / copy the selected section"),
+            ("e / y", "edit / copy the shown section"),
+            ("l", "pick a link or backlink and show that document here (at its anchor)"),
+            ("backspace or b", "back to the document shown before following a link"),
+        ],
+    ),
+    (
+        "Pickers (links, communities)",
+        [
+            ("up / down, enter", "choose"),
+            ("escape", "close without choosing"),
         ],
     ),
     (
         "Mouse",
-        [("click", "select a result, focus a pane; the wheel scrolls")],
+        [("click", "select a result, focus a pane, follow a listed link; the wheel scrolls")],
     ),
 ]
 

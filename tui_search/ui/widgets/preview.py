@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from textual import events
 from textual.binding import Binding, BindingType
 from textual.geometry import Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from tui_search.ui.render import RenderedPreview, message_lines
+from tui_search.ui.render import LinkEntry, RenderedPreview, message_lines
 
 
 class PreviewPane(ScrollView, can_focus=True):
@@ -22,10 +23,28 @@ class PreviewPane(ScrollView, can_focus=True):
         Binding("space", "page_down", "Page down", show=False),
         Binding("m", "more", "More context", tooltip="Render more of a long document"),
         Binding("s", "to_section", "To section", tooltip="Scroll back to the selected section"),
+        Binding(
+            "backspace,b",
+            "back",
+            "Back",
+            show=False,  # the border shows "backspace back" when there is somewhere to go back to
+            tooltip="Back to the document shown before following a link",
+            id="preview-back",
+        ),
     ]
 
     class MoreRequested(Message):
         """The user asked to render a wider window of the document."""
+
+    class BackRequested(Message):
+        """The user asked for the document shown before the last followed link."""
+
+    class LinkClicked(Message):
+        """A row of the preview's link lists was clicked."""
+
+        def __init__(self, entry: LinkEntry) -> None:
+            super().__init__()
+            self.entry = entry
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
@@ -70,6 +89,20 @@ class PreviewPane(ScrollView, can_focus=True):
             self.post_message(self.MoreRequested())
         else:
             self.notify("The whole document is shown.", timeout=2)
+
+    def action_back(self) -> None:
+        self.post_message(self.BackRequested())
+
+    def on_click(self, event: events.Click) -> None:
+        if self.rendered is None:
+            return
+        offset = event.get_content_offset(self)
+        if offset is None:
+            return
+        entry = self.rendered.link_rows.get(offset.y + int(self.scroll_y))
+        if entry is not None:
+            event.stop()
+            self.post_message(self.LinkClicked(entry))
 
     def action_to_section(self) -> None:
         if self.rendered is not None:

@@ -19,6 +19,7 @@ class StatusState:
     results: int | None = None
     took_ms: float | None = None
     error: str = ""
+    community: str = ""  # the active community filter ("" = none)
 
 
 class StatusLine(Static):
@@ -59,4 +60,6 @@ class StatusLine(Static):
             if self.show_timing and s.took_ms is not None:
                 found += f" in {s.took_ms:.0f} ms"
             parts.append(Content(found))
+        if s.community:  # last: the results pane's title shows it too if this is cut off
+            parts.append(Content.assemble("community: ", (s.community, "bold $accent")))
         self.update(Content("  │  ").join(parts))
