@@ -303,3 +303,25 @@ def test_index_from_another_version_is_rebuilt(ws: Path, tmp_path: Path, fake_em
     assert e2.indexer.lexical.doc_count() == 5 and len(e2.indexer.vectors) == 5
     assert e2.search("bananas", mode="semantic").hits[0].section_id == "notes:second"
     e2.close()
+
+
+def test_bulk_writes_use_the_multiprocess_writer_with_the_same_results(
+    tmp_path: Path, fake_embedder, monkeypatch: pytest.MonkeyPatch  # type: ignore[no-untyped-def]
+) -> None:
+    from tests.conftest import SAMPLE_WORKSPACE
+    from tui_search.core import lexical
+
+    single = SearchEngine(Settings(workspace=SAMPLE_WORKSPACE, index_dir=tmp_path / "a"), embedder=fake_embedder)
+    single.sync()
+    monkeypatch.setattr(lexical, "BULK_WRITE", 10)
+    bulk = SearchEngine(Settings(workspace=SAMPLE_WORKSPACE, index_dir=tmp_path / "b"), embedder=fake_embedder)
+    bulk.sync()
+    assert bulk.indexer.lexical.doc_count() == single.indexer.lexical.doc_count()
+    for q in ("restore backup", "thumbnail queue retries", "reconcileOrphanedBlobs"):
+        a = single.search(q, mode="keyword", limit=20)
+        b = bulk.search(q, mode="keyword", limit=20)
+        assert [(h.key, round(h.relevance_score, 6)) for h in a.hits] == [
+            (h.key, round(h.relevance_score, 6)) for h in b.hits
+        ]
+    single.close()
+    bulk.close()

@@ -7,6 +7,7 @@ analyzer as the documents and turned into query objects, so characters that are 
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import threading
@@ -31,6 +32,9 @@ from whoosh.searching import Searcher
 from tui_search.core.bm25 import FastBM25, docnum_mask, flatten_disjunction
 from tui_search.core.errors import IndexError_
 from tui_search.core.store import ChunkRecord
+
+#: Writes of at least this many chunks use Whoosh's multi-process writer.
+BULK_WRITE = 5000
 
 _CAMEL_SPLIT = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 _IDENT_TOKEN = r"[A-Za-z_$][\w$]*(?:[.:][A-Za-z_0-9$][\w$]*)*"
@@ -241,7 +245,12 @@ class LexicalIndex:
     ) -> None:
         """Delete every chunk of ``delete_paths`` and the ``delete_keys``, then add or
         replace (by key) the chunks in ``add``; one commit."""
-        writer = self.ix.writer(limitmb=256)
+        add = list(add)
+        if len(add) >= BULK_WRITE and (os.cpu_count() or 1) > 1:
+            # a big batch (first index, a branch switch): analyse in parallel processes
+            writer = self.ix.writer(procs=min(os.cpu_count() or 2, 4), limitmb=128, multisegment=True)
+        else:
+            writer = self.ix.writer(limitmb=256)
         try:
             deleted_paths = set(delete_paths)
             for path in deleted_paths:

@@ -31,7 +31,7 @@ class VectorIndex:
             dtype="f16",
             connectivity=16,
             expansion_add=128,
-            expansion_search=96,
+            expansion_search=200,
         )
 
     def _file_stamp(self) -> tuple[int, int] | None:
