@@ -34,7 +34,7 @@ import threading
 import time
 from pathlib import Path
 
-CORPUS = Path("/work/shared/corpora/powershell-docs.tar.gz")
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "powershell-docs.tar.gz"
 PRISTINE = Path("/tmp/corpora/ps")
 
 
