@@ -168,15 +168,25 @@ def _bold(text: str, tty: bool) -> str:
     return f"\x1b[1m{text}\x1b[0m" if tty else text
 
 
+def open_synced(args: argparse.Namespace) -> Any:
+    """An engine whose index is brought up to date first, unless another process is writing
+    (then the index is used as it is, and a note says so)."""
+    engine = open_engine(settings_from(args))
+    try:
+        _, busy = engine.try_sync(ProgressPrinter(sys.stderr.isatty() and not args.json))
+    except BaseException:
+        engine.close()
+        raise
+    if busy:
+        print(f"tui-search: note: {busy}; using the index as it is", file=sys.stderr)
+    return engine
+
+
 def cmd_search(args: argparse.Namespace) -> int:
     from tui_search.core.textsafe import sanitize_terminal
 
-    settings = settings_from(args)
-    engine = open_engine(settings)
+    engine = open_synced(args)
     try:
-        _, busy = engine.try_sync(ProgressPrinter(sys.stderr.isatty() and not args.json))
-        if busy:
-            print(f"tui-search: note: {busy}; searching the index as it is", file=sys.stderr)
         results = engine.search(
             args.query,
             mode=args.mode,
@@ -248,12 +258,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_graph(args: argparse.Namespace) -> int:
-    settings = settings_from(args)
-    engine = open_engine(settings)
+    engine = open_synced(args)
     try:
-        _, busy = engine.try_sync(ProgressPrinter(sys.stderr.isatty() and not args.json))
-        if busy:
-            print(f"tui-search: note: {busy}; using the index as it is", file=sys.stderr)
         communities = engine.graph().communities()
         if args.json:
             print(json.dumps({"communities": [c.to_json() for c in communities]}))

@@ -287,29 +287,19 @@ class Store:
         )
         return [_chunk_from_row(r) for r in rows]
 
-    def chunks_by_keys(self, keys: Iterable[str]) -> dict[str, ChunkRecord]:
-        keys = list(keys)
-        out: dict[str, ChunkRecord] = {}
+    def _chunks_where_in(self, column: str, values: list[Any]) -> Iterator[ChunkRecord]:
         conn = self._conn()
-        for i in range(0, len(keys), 500):
-            part = keys[i : i + 500]
-            q = f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE key IN ({','.join('?' * len(part))})"
+        for i in range(0, len(values), 500):
+            part = values[i : i + 500]
+            q = f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE {column} IN ({','.join('?' * len(part))})"
             for r in conn.execute(q, part):
-                rec = _chunk_from_row(r)
-                out[rec.key] = rec
-        return out
+                yield _chunk_from_row(r)
+
+    def chunks_by_keys(self, keys: Iterable[str]) -> dict[str, ChunkRecord]:
+        return {rec.key: rec for rec in self._chunks_where_in("key", list(keys))}
 
     def chunks_by_vkeys(self, vkeys: Iterable[int]) -> dict[int, ChunkRecord]:
-        vkeys = [int(v) for v in vkeys]
-        out: dict[int, ChunkRecord] = {}
-        conn = self._conn()
-        for i in range(0, len(vkeys), 500):
-            part = vkeys[i : i + 500]
-            q = f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE vkey IN ({','.join('?' * len(part))})"
-            for r in conn.execute(q, part):
-                rec = _chunk_from_row(r)
-                out[rec.vkey] = rec
-        return out
+        return {rec.vkey: rec for rec in self._chunks_where_in("vkey", [int(v) for v in vkeys])}
 
     def iter_chunks(self) -> Iterator[ChunkRecord]:
         for r in self._conn().execute(f"SELECT {_CHUNK_COLUMNS} FROM chunks ORDER BY key"):
