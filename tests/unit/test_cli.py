@@ -73,37 +73,13 @@ def test_index_search_json_contract(
     assert first["file_path"] == "runbooks/thumbnail-backlog.md"
     assert "quarantineCorruptExif" in first["content"]
 
-    code, out, _ = run(
-        capsys,
-        "search",
-        "backup",
-        "--workspace",
-        str(ws),
-        "--index-dir",
-        idx,
-        "--json",
-        "--limit",
-        "2",
-        "--group",
-    )
+    grouped_search = ["search", "backup", "--workspace", str(ws), "--index-dir", idx]
+    grouped_search += ["--json", "--limit", "2", "--group"]
+    code, out, _ = run(capsys, *grouped_search)
     grouped = json.loads(out)
     assert len(grouped["documents"]) == 2 and grouped["continuation"]["has_more"]
     token = grouped["continuation"]["next_token"]
-    code, out, _ = run(
-        capsys,
-        "search",
-        "backup",
-        "--workspace",
-        str(ws),
-        "--index-dir",
-        idx,
-        "--json",
-        "--limit",
-        "2",
-        "--group",
-        "--continue",
-        token,
-    )
+    code, out, _ = run(capsys, *grouped_search, "--continue", token)
     page2 = json.loads(out)
     assert {d["file_path"] for d in page2["documents"]}.isdisjoint(
         d["file_path"] for d in grouped["documents"]

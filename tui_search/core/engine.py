@@ -243,8 +243,12 @@ class SearchEngine:
         if continuation:
             offset = decode_token(continuation, query_id)
 
-        ranked, weights = self.rank(plan, mode)
-        records = self.indexer.store.chunks_by_keys(s.key for s in ranked)
+        ranked, weights, fetched = self._rank(plan, mode)
+        records = (
+            fetched
+            if fetched is not None
+            else self.indexer.store.chunks_by_keys(s.key for s in ranked)
+        )
         ranked = [s for s in ranked if s.key in records]
         chars = snippet_chars or self.settings.snippet_chars
         fusion_name = (
@@ -320,6 +324,14 @@ class SearchEngine:
 
     def rank(self, plan: QueryPlan, mode: str) -> tuple[list[Scored], tuple[float, float]]:
         """Every result of a plan, best first, scores 0-1."""
+        ranked, weights, _ = self._rank(plan, mode)
+        return ranked, weights
+
+    def _rank(
+        self, plan: QueryPlan, mode: str
+    ) -> tuple[list[Scored], tuple[float, float], dict[str, ChunkRecord] | None]:
+        """``rank``, plus the chunk records when the exact-term boost already fetched them
+        (so ``search`` does not read the same rows twice)."""
         depth = self.settings.candidate_depth
         allowed = self._allowed_keys(plan)
         if plan.fixed_ranking is not None:
@@ -328,7 +340,7 @@ class SearchEngine:
                 for k, s in plan.fixed_ranking
                 if allowed is None or k in allowed
             ]
-            return ranked, (1.0, 0.0)
+            return ranked, (1.0, 0.0), None
         keyword: list[tuple[str, float]] = []
         if mode != "semantic" and plan.keyword_query is not None:
             keyword = self._keyword_arm(plan, depth, allowed)
@@ -359,13 +371,12 @@ class SearchEngine:
             semantic_lookup=lookup,
             weights=plan.weights,
         )
+        records: dict[str, ChunkRecord] | None = None
         if plan.identifiers and scored:
-            texts = {
-                k: r.content + "\n" + r.heading
-                for k, r in self.indexer.store.chunks_by_keys(s.key for s in scored).items()
-            }
+            records = self.indexer.store.chunks_by_keys(s.key for s in scored)
+            texts = {k: r.content + "\n" + r.heading for k, r in records.items()}
             apply_exact_boost(scored, texts, plan.identifiers, self.fusion.exact_boost)
-        return order_by_tier(finalize(scored), plan.tiers), weights
+        return order_by_tier(finalize(scored), plan.tiers), weights, records
 
     def _allowed_keys(self, plan: QueryPlan) -> set[str] | None:
         allowed = plan.allowed_keys
