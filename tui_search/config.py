@@ -58,6 +58,8 @@ class Settings:
     snippet_chars: int = 220
     #: Hybrid fusion: weight of the keyword arm (the semantic arm gets 1 - this).
     keyword_weight: float = 0.8
+    #: Share of the semantic side given to soft term matching (0 = dense cosine only).
+    soft_match_share: float = 0.75
     #: How many candidates each arm contributes before fusion.
     candidate_depth: int = 200
     #: Passages shown per document in grouped results.

@@ -31,6 +31,24 @@ class Embedder(Protocol):
         ...
 
 
+@runtime_checkable
+class TokenEmbedder(Protocol):
+    """An embedder whose sentence vector is a mean of per-token vectors (model2vec), which
+    makes soft term matching possible (see ``core.softmatch``)."""
+
+    def token_ids(self, texts: list[str]) -> list[np.ndarray]:
+        """The distinct token ids of each text (int32, sorted)."""
+        ...
+
+    def query_tokens(self, text: str) -> list[tuple[int, int, int]]:
+        """(token id, start char, end char) of each token of ``text``."""
+        ...
+
+    def token_vectors(self, ids: np.ndarray) -> np.ndarray:
+        """L2-normalised float32 vectors of token ``ids``, one row each."""
+        ...
+
+
 def normalize_rows(vectors: np.ndarray) -> np.ndarray:
     vectors = np.asarray(vectors, dtype=np.float32)
     if vectors.ndim == 1:
@@ -95,6 +113,7 @@ class Model2VecEmbedder:
             raise ModelError(f"cannot load model2vec model {self.name!r}: {exc}") from exc
         probe = self._model.encode(["probe"])
         self._dim = int(np.asarray(probe).shape[-1])
+        self._token_matrix: np.ndarray | None = None
 
     @property
     def dim(self) -> int:
@@ -112,3 +131,37 @@ class Model2VecEmbedder:
                 list(texts), batch_size=self.batch_size, show_progress_bar=False
             )
         return normalize_rows(vectors)
+
+    # -- token level (TokenEmbedder) -------------------------------------------------------
+    def token_ids(self, texts: list[str]) -> list[np.ndarray]:
+        if not texts:
+            return []
+        with self._lock:
+            ids = self._model.tokenize(list(texts))
+        return [np.unique(np.asarray(i, dtype=np.int32)) for i in ids]
+
+    def query_tokens(self, text: str) -> list[tuple[int, int, int]]:
+        with self._lock:
+            enc = self._model.tokenizer.encode(text, add_special_tokens=False)
+        unk = self._model.unk_token_id
+        return [
+            (int(i), int(a), int(b))
+            for i, (a, b) in zip(enc.ids, enc.offsets, strict=True)
+            if i != unk
+        ]
+
+    def _rows(self, ids: np.ndarray) -> np.ndarray:
+        mapping = getattr(self._model, "token_mapping", None)
+        rows = ids if mapping is None else np.asarray(mapping)[ids]
+        return np.asarray(self._model.embedding[rows], dtype=np.float32)
+
+    def token_vectors(self, ids: np.ndarray) -> np.ndarray:
+        ids = np.asarray(ids, dtype=np.int64)
+        if self._token_matrix is None:
+            with self._lock:
+                if self._token_matrix is None:
+                    mapping = getattr(self._model, "token_mapping", None)
+                    size = len(mapping) if mapping is not None else len(self._model.embedding)
+                    # normalised once (float32: ~75 MB for the shipped 29.5k x 640 model)
+                    self._token_matrix = normalize_rows(self._rows(np.arange(size)))
+        return self._token_matrix[ids]

@@ -8,6 +8,7 @@ import json
 import re
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,22 +17,26 @@ import numpy as np
 from whoosh import query as Q
 
 from tui_search.config import Settings
-from tui_search.core.embedding import Embedder, Model2VecEmbedder
+from tui_search.core.embedding import Embedder, Model2VecEmbedder, TokenEmbedder
 from tui_search.core.errors import IndexBusyError, QueryError, TuiSearchError
 from tui_search.core.indexer import Indexer, ProgressCallback, SyncReport
 from tui_search.core.lexical import (
     LexicalParams,
     analyze,
+    analyzed_spans,
     identifiers_in,
     plain_query,
     text_analyzer,
 )
 from tui_search.core.ranking import FusionParams, Scored, apply_exact_boost, finalize, fuse
 from tui_search.core.results import DocumentGroup, Hit, IndexStats, SearchResults, Snippet
+from tui_search.core.softmatch import query_token_weights, soft_match_scores
 from tui_search.core.store import ChunkRecord, FileRecord, vector_key
 from tui_search.core.workspace import Workspace
 
 MODES = ("hybrid", "keyword", "semantic")
+#: Distinct-token arrays kept for soft matching, by chunk content hash (~0.5 KB each).
+TOKEN_CACHE_SIZE = 50_000
 
 
 @dataclass
@@ -115,7 +120,9 @@ class SearchEngine:
     ) -> None:
         self.settings = settings
         self.lexical_params = lexical_params or LexicalParams()
-        self.fusion = fusion_params or FusionParams(keyword_weight=settings.keyword_weight)
+        self.fusion = fusion_params or FusionParams(
+            keyword_weight=settings.keyword_weight, soft_share=settings.soft_match_share
+        )
         index_dir = settings.resolved_index_dir
         self.workspace = Workspace(settings.workspace, extra_ignored=(index_dir,))
         self.embedder = embedder if embedder is not None else Model2VecEmbedder(settings.model)
@@ -131,6 +138,7 @@ class SearchEngine:
         self.indexer.check_consistency()
         self._query_cache: dict[str, np.ndarray] = {}
         self._cache_lock = threading.Lock()
+        self._token_cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._graph_cache: Any = None
         self._graph_stamp: Any = None
 
@@ -254,7 +262,10 @@ class SearchEngine:
         fusion_name = (
             "fixed"
             if plan.fixed_ranking is not None
-            else f"convex(min-max), exact x{self.fusion.exact_boost}"
+            else (
+                f"convex(min-max), semantic side {1 - self.fusion.soft_share:g} cosine + "
+                f"{self.fusion.soft_share:g} soft match, exact x{self.fusion.exact_boost}"
+            )
         )
 
         def to_hit(s: Scored) -> Hit:
@@ -363,6 +374,19 @@ class SearchEngine:
                     v = vecs.get(vector_key(k))
                     if v is not None:
                         lookup[k] = float(np.dot(v, qvec))
+        records: dict[str, ChunkRecord] | None = None
+        soft: dict[str, float] | None = None
+        if (
+            mode != "keyword"
+            and plan.semantic_text
+            and self.fusion.soft_share > 0
+            and isinstance(self.embedder, TokenEmbedder)
+            and (semantic or keyword)
+        ):
+            soft = self._soft_match(
+                plan.semantic_text,
+                dict.fromkeys([k for k, _ in keyword] + [k for k, _ in semantic]),
+            )
         scored, weights = fuse(
             keyword,
             semantic,
@@ -370,13 +394,49 @@ class SearchEngine:
             params=self.fusion,
             semantic_lookup=lookup,
             weights=plan.weights,
+            soft=soft,
         )
-        records: dict[str, ChunkRecord] | None = None
         if plan.identifiers and scored:
             records = self.indexer.store.chunks_by_keys(s.key for s in scored)
             texts = {k: r.content + "\n" + r.heading for k, r in records.items()}
             apply_exact_boost(scored, texts, plan.identifiers, self.fusion.exact_boost)
         return order_by_tier(finalize(scored), plan.tiers), weights, records
+
+    def _soft_match(self, text: str, keys: Iterable[str]) -> dict[str, float]:
+        """Soft term-match score of each candidate chunk (``core.softmatch``)."""
+        embedder = self.embedder
+        assert isinstance(embedder, TokenEmbedder)
+        spans = analyzed_spans(text)
+        idf = self.indexer.lexical.idf("body", (t for t, _, _ in spans))
+        weights = query_token_weights(
+            embedder.query_tokens(text), [(a, b, idf[t]) for t, a, b in spans]
+        )
+        if not weights:
+            return {}
+        store = self.indexer.store
+        hashes = store.content_hashes(keys)
+        tokens: dict[str, np.ndarray] = {}
+        with self._cache_lock:
+            for h in hashes.values():
+                cached = self._token_cache.get(h)
+                if cached is not None:
+                    self._token_cache.move_to_end(h)
+                    tokens[h] = cached
+        missing = [k for k, h in hashes.items() if h not in tokens]
+        if missing:
+            records = list(store.chunks_by_keys(missing).values())
+            made = embedder.token_ids([r.embedding_text for r in records])
+            with self._cache_lock:
+                for r, ids in zip(records, made, strict=True):
+                    tokens[r.content_hash] = ids
+                    self._token_cache[r.content_hash] = ids
+                while len(self._token_cache) > TOKEN_CACHE_SIZE:
+                    self._token_cache.popitem(last=False)
+        found = [k for k, h in hashes.items() if h in tokens]
+        scores = soft_match_scores(
+            weights, [tokens[hashes[k]] for k in found], embedder.token_vectors
+        )
+        return {k: float(v) for k, v in zip(found, scores, strict=True)}
 
     def _allowed_keys(self, plan: QueryPlan) -> set[str] | None:
         allowed = plan.allowed_keys

@@ -7,6 +7,7 @@ analyzer as the documents and turned into query objects, so characters that are 
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import shutil
@@ -152,6 +153,12 @@ def analyze(text: str) -> list[str]:
     return list(dict.fromkeys(t.text for t in analyzer(text, mode="query")))
 
 
+def analyzed_spans(text: str) -> list[tuple[str, int, int]]:
+    """Each analysed query word with the characters of ``text`` it came from."""
+    analyzer = text_analyzer()
+    return [(t.text, t.startchar, t.endchar) for t in analyzer(text, mode="query", chars=True)]
+
+
 def plain_query(text: str, params: LexicalParams) -> Q.Query | None:
     """Words ranked, not all required; identifier-like words also match exactly."""
     clauses: list[Q.Query] = []
@@ -248,7 +255,9 @@ class LexicalIndex:
         add = list(add)
         if len(add) >= BULK_WRITE and (os.cpu_count() or 1) > 1:
             # a big batch (first index, a branch switch): analyse in parallel processes
-            writer = self.ix.writer(procs=min(os.cpu_count() or 2, 4), limitmb=128, multisegment=True)
+            writer = self.ix.writer(
+                procs=min(os.cpu_count() or 2, 4), limitmb=128, multisegment=True
+            )
         else:
             writer = self.ix.writer(limitmb=256)
         try:
@@ -289,6 +298,13 @@ class LexicalIndex:
             return [(s.stored_fields(doc)["key"], score) for doc, score in ranked]
         results = s.search(query, limit=limit, filter=filter_query, mask=mask_query, terms=False)
         return [(hit["key"], float(hit.score)) for hit in results]
+
+    def idf(self, field: str, terms: Iterable[str]) -> dict[str, float]:
+        """Whoosh's idf, log(N / (df + 1)) + 1, of each term (a term absent from the index
+        gets the largest value)."""
+        s = self.searcher()
+        total = max(int(s.doc_count_all()), 1)
+        return {t: math.log(total / (s.doc_frequency(field, t) + 1)) + 1.0 for t in set(terms)}
 
     def matching_keys(self, query: Q.Query, limit: int | None = None) -> list[str]:
         """Keys that match (unscored order), for filters and filter-only queries."""

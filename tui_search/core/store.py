@@ -298,6 +298,17 @@ class Store:
     def chunks_by_keys(self, keys: Iterable[str]) -> dict[str, ChunkRecord]:
         return {rec.key: rec for rec in self._chunks_where_in("key", list(keys))}
 
+    def content_hashes(self, keys: Iterable[str]) -> dict[str, str]:
+        """Chunk key -> content hash, without reading the chunks themselves."""
+        keys = list(keys)
+        conn = self._conn()
+        out: dict[str, str] = {}
+        for i in range(0, len(keys), 500):
+            part = keys[i : i + 500]
+            q = f"SELECT key, content_hash FROM chunks WHERE key IN ({','.join('?' * len(part))})"
+            out.update(conn.execute(q, part).fetchall())
+        return out
+
     def chunks_by_vkeys(self, vkeys: Iterable[int]) -> dict[int, ChunkRecord]:
         return {rec.vkey: rec for rec in self._chunks_where_in("vkey", [int(v) for v in vkeys])}
 

@@ -1,0 +1,135 @@
+"""Soft term matching (late interaction over static token vectors)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tui_search.config import Settings
+from tui_search.core.embedding import Model2VecEmbedder, TokenEmbedder
+from tui_search.core.engine import SearchEngine
+from tui_search.core.ranking import FusionParams, fuse
+from tui_search.core.softmatch import query_token_weights, soft_match_scores
+
+# a 4-token vocabulary in 2-d: 0 and 1 are orthogonal, 2 is 60 degrees from 0, 3 opposes 0
+VOCAB = np.array([[1.0, 0.0], [0.0, 1.0], [0.5, np.sqrt(3) / 2], [-1.0, 0.0]], dtype=np.float32)
+
+
+def vectors(ids: np.ndarray) -> np.ndarray:
+    return VOCAB[np.asarray(ids)]
+
+
+def test_query_token_weights_follow_the_words_they_overlap() -> None:
+    # "the quick fox": "the" is a stop word (no span); "quick" is split into two tokens
+    tokens = [(7, 0, 3), (1, 4, 7), (2, 7, 9), (3, 10, 13)]
+    words = [(4, 9, 2.0), (10, 13, 3.0)]
+    assert query_token_weights(tokens, words, power=1.0) == {1: 2.0, 2: 2.0, 3: 3.0}
+    assert query_token_weights(tokens, words, power=2.0) == {1: 4.0, 2: 4.0, 3: 9.0}
+    # a repeated token keeps its larger weight; overlapping words give the larger weight
+    assert query_token_weights([(5, 0, 3), (5, 4, 7)], [(0, 3, 1.0), (4, 7, 2.0)], 1.0) == {5: 2.0}
+    assert query_token_weights([(5, 0, 7)], [(0, 3, 1.0), (2, 7, 4.0)], 1.0) == {5: 4.0}
+    assert query_token_weights([(5, 0, 3)], [(0, 3, 0.0)], 1.0) == {}
+
+
+def test_soft_match_scores_hand_computed() -> None:
+    weights = {0: 3.0, 1: 1.0}
+    chunks = [
+        np.array([0, 1]),  # both tokens verbatim: 1
+        np.array([2]),  # token 2: cos 0.5 with 0, cos 0.866 with 1
+        np.array([3]),  # opposes 0 (-1), orthogonal to 1 (0)
+        np.array([], dtype=np.int32),  # empty chunk
+        np.array([0]),  # only the heavy token
+    ]
+    got = soft_match_scores(weights, chunks, vectors)
+    expected = [
+        1.0,
+        (3 * 0.5 + 1 * np.sqrt(3) / 2) / 4,
+        (3 * -1.0 + 1 * 0.0) / 4,
+        0.0,
+        (3 * 1.0 + 1 * 0.0) / 4,
+    ]
+    assert got == pytest.approx(expected, abs=1e-6)
+    assert soft_match_scores({}, chunks, vectors) == pytest.approx([0.0] * 5)
+    assert len(soft_match_scores(weights, [], vectors)) == 0
+
+
+def test_fusion_mixes_soft_match_into_the_semantic_side() -> None:
+    keyword = [("a", 10.0), ("b", 5.0), ("c", 1.0)]
+    semantic = [("c", 0.9), ("b", 0.5), ("a", 0.1)]
+    soft = {"a": 0.2, "b": 0.9, "c": 0.4}
+    params = FusionParams(keyword_weight=0.5, soft_share=0.5)
+    scored, weights = fuse(keyword, semantic, mode="hybrid", params=params, soft=soft)
+    assert weights == (0.5, 0.5)
+    by_key = {s.key: s for s in scored}
+    # min-max: keyword a=1, b=4/9, c=0; cosine c=1, b=0.5, a=0; soft b=1, c=2/7, a=0
+    raw = {
+        "a": 0.5 * 1 + 0.5 * (0.5 * 0 + 0.5 * 0),
+        "b": 0.5 * 4 / 9 + 0.5 * (0.5 * 0.5 + 0.5 * 1),
+        "c": 0.5 * 0 + 0.5 * (0.5 * 1 + 0.5 * 2 / 7),
+    }
+    ratios = {k: by_key[k].score / raw[k] for k in raw}
+    # one confidence factor per query scales every score alike
+    assert max(ratios.values()) == pytest.approx(min(ratios.values()))
+    assert by_key["b"].soft_norm == pytest.approx(1.0)
+    assert "soft_match" in by_key["b"].explain(weights, "x")
+    # without soft scores (or with share 0) the fusion is the plain cosine one
+    plain, _ = fuse(keyword, semantic, mode="hybrid", params=params)
+    off, _ = fuse(
+        keyword,
+        semantic,
+        mode="hybrid",
+        params=FusionParams(keyword_weight=0.5, soft_share=0.0),
+        soft=soft,
+    )
+    assert [s.score for s in plain] == pytest.approx([s.score for s in off])
+
+
+@pytest.fixture(scope="module")
+def model() -> Model2VecEmbedder:
+    return Model2VecEmbedder()
+
+
+def test_shipped_model_matches_paraphrases_token_by_token(model: Model2VecEmbedder) -> None:
+    assert isinstance(model, TokenEmbedder)
+    query = "restore a deleted photograph"
+    words = [(0, 7, 2.0), (10, 17, 2.0), (18, 28, 2.0)]  # "a" carries no weight
+    weights = query_token_weights(model.query_tokens(query), words)
+    docs = [
+        "How to restore a deleted photograph",
+        "Bringing back a removed picture from the trash",
+        "Compiling the kernel with custom flags",
+    ]
+    exact, paraphrase, unrelated = soft_match_scores(
+        weights, model.token_ids(docs), model.token_vectors
+    )
+    assert exact == pytest.approx(1.0, abs=1e-5)
+    assert paraphrase > unrelated + 0.2
+    vecs = model.token_vectors(np.array(sorted(weights)))
+    assert np.linalg.norm(vecs, axis=1) == pytest.approx([1.0] * len(weights), abs=1e-5)
+
+
+def test_engine_uses_soft_match_end_to_end(tmp_path: Path, model: Model2VecEmbedder) -> None:
+    from tests.conftest import SAMPLE_WORKSPACE
+
+    settings = Settings(workspace=SAMPLE_WORKSPACE, index_dir=tmp_path / "idx")
+    with SearchEngine(settings, embedder=model) as engine:
+        engine.sync()
+        res = engine.search("bring back a photo I threw away", mode="semantic", explain=True)
+        assert res.hits and "soft match" in str(res.hits[0].scores["fusion"])
+        softs = [h.scores["soft_match"] for h in res.hits]
+        assert max(softs) > 0.3
+        cosine_only = SearchEngine(settings.replace(soft_match_share=0.0), embedder=model)
+        # the soft match changes the order of the semantic arm, not its candidates
+        ranked_soft, _ = engine.rank(engine.plan("bring back a photo I threw away"), "semantic")
+        with cosine_only:
+            ranked_plain, _ = cosine_only.rank(
+                cosine_only.plan("bring back a photo I threw away"), "semantic"
+            )
+        assert {s.key for s in ranked_soft} == {s.key for s in ranked_plain}
+        assert [s.key for s in ranked_soft] != [s.key for s in ranked_plain]
+        assert all(s.soft == 0.0 for s in ranked_plain)
+        # keyword mode never computes it
+        kw, _ = engine.rank(engine.plan("bring back a photo I threw away"), "keyword")
+        assert all(s.soft == 0.0 for s in kw)
