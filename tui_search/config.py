@@ -56,8 +56,10 @@ class Settings:
     max_file_bytes: int = 20 * 1024 * 1024
     #: Snippet length in characters.
     snippet_chars: int = 220
-    #: Hybrid fusion: weight of the keyword arm (the semantic arm gets 1 - this).
-    keyword_weight: float = 0.8
+    #: Hybrid fusion: weight of the keyword arm (the semantic arm gets 1 - this). ``None``
+    #: means the tuned default: 0.4 when soft term matching is on, 0.8 when the semantic
+    #: side is the dense cosine alone (both chosen on SciFact train, docs/evaluation.md).
+    keyword_weight: float | None = None
     #: Share of the semantic side given to soft term matching (0 = dense cosine only).
     soft_match_share: float = 0.75
     #: How many candidates each arm contributes before fusion.
@@ -80,11 +82,14 @@ class Settings:
 
 
 _PATH_FIELDS = {"workspace", "index_dir"}
+_OPTIONAL_FLOAT_FIELDS = {"keyword_weight"}
 
 
 def _coerce(name: str, raw: Any, default: Any) -> Any:
     if name in _PATH_FIELDS:
         return Path(str(raw)).expanduser()
+    if name in _OPTIONAL_FLOAT_FIELDS:
+        return float(raw)
     if isinstance(default, bool):
         return str(raw).lower() in {"1", "true", "yes", "on"}
     if isinstance(default, int):

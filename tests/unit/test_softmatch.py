@@ -133,3 +133,21 @@ def test_engine_uses_soft_match_end_to_end(tmp_path: Path, model: Model2VecEmbed
         # keyword mode never computes it
         kw, _ = engine.rank(engine.plan("bring back a photo I threw away"), "keyword")
         assert all(s.soft == 0.0 for s in kw)
+
+
+def test_default_keyword_weight_follows_the_semantic_side() -> None:
+    from tui_search.config import load_settings
+
+    keyword = [("a", 3.0), ("b", 2.0), ("c", 1.0)]
+    semantic = [("c", 0.9), ("b", 0.5), ("a", 0.1)]
+    soft = {"a": 0.2, "b": 0.9, "c": 0.4}
+    auto = FusionParams()
+    assert fuse(keyword, semantic, mode="hybrid", params=auto, soft=soft)[1] == (0.4, 0.6)
+    assert fuse(keyword, semantic, mode="hybrid", params=auto)[1] == (0.8, pytest.approx(0.2))
+    no_soft = FusionParams(soft_share=0.0)
+    assert fuse(keyword, semantic, mode="hybrid", params=no_soft, soft=soft)[1][0] == 0.8
+    fixed = FusionParams(keyword_weight=0.65)
+    assert fuse(keyword, semantic, mode="hybrid", params=fixed, soft=soft)[1][0] == 0.65
+    # a setting from the environment is a float, its absence leaves the tuned default
+    assert load_settings(env={"TUI_SEARCH_KEYWORD_WEIGHT": "0.7"}).keyword_weight == 0.7
+    assert load_settings(env={}).keyword_weight is None

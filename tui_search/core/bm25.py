@@ -70,7 +70,9 @@ class FastBM25:
         self._cache: dict[str, _Segment] = {}
         self._lock = threading.Lock()
         # (segment id, field, term) -> (ids, tf): typing a query repeats its terms
-        self._postings_cache: OrderedDict[tuple[str, str, str], tuple[np.ndarray, np.ndarray] | None] = OrderedDict()
+        self._postings_cache: OrderedDict[
+            tuple[str, str, str], tuple[np.ndarray, np.ndarray] | None
+        ] = OrderedDict()
         self._postings_bytes = 0
         self._postings_limit = postings_cache_mb * 1024 * 1024
 
@@ -108,7 +110,9 @@ class FastBM25:
                         self._postings_bytes -= old[0].nbytes + old[1].nbytes
         return out
 
-    def _cached_postings(self, seg: _Segment, field: str, text: str) -> tuple[np.ndarray, np.ndarray] | None:
+    def _cached_postings(
+        self, seg: _Segment, field: str, text: str
+    ) -> tuple[np.ndarray, np.ndarray] | None:
         key = (seg.seg_id, field, text)
         with self._lock:
             if key in self._postings_cache:
@@ -200,7 +204,11 @@ class FastBM25:
                     continue
                 ids, tf = post
                 fl = self._lengths(seg, field)[ids]
-                s = idf * (tf * (self.K1 + 1)) / (tf + self.K1 * ((1 - self.B) + self.B * fl / avgfl))
+                s = (
+                    idf
+                    * (tf * (self.K1 + 1))
+                    / (tf + self.K1 * ((1 - self.B) + self.B * fl / avgfl))
+                )
                 g = ids + seg.offset
                 scores[g] += boost * s
                 matched[g] = True
@@ -208,7 +216,11 @@ class FastBM25:
             if seg.live is not None:
                 matched[seg.offset : seg.offset + seg.doc_count_all] &= seg.live
         if allowed is not None:
-            matched &= allowed[:total] if len(allowed) >= total else np.pad(allowed, (0, total - len(allowed)))
+            matched &= (
+                allowed[:total]
+                if len(allowed) >= total
+                else np.pad(allowed, (0, total - len(allowed)))
+            )
         candidates = np.flatnonzero(matched)
         if candidates.size == 0:
             return []

@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class FusionParams:
-    keyword_weight: float = 0.8
+    #: Weight of the keyword arm; ``None`` = the tuned default for the semantic side in use.
+    keyword_weight: float | None = None
     #: Multiplier per identifier-like query term found case-sensitively in a chunk.
     exact_boost: float = 1.5
     #: Lean on the semantic arm when the keyword arm finds fewer than this many chunks.
@@ -19,6 +20,10 @@ class FusionParams:
     #: Share of the semantic side given to soft term matching (``core.softmatch``) when the
     #: embedder supports it; the rest is the dense cosine. Chosen on SciFact train.
     soft_share: float = 0.75
+    #: The default keyword weight with soft matching (0.4) and with the cosine alone (0.8),
+    #: each chosen on SciFact train (docs/evaluation.md).
+    keyword_weight_soft: float = 0.4
+    keyword_weight_cosine: float = 0.8
 
 
 @dataclass
@@ -117,6 +122,8 @@ def fuse(
             weights = (0.0, 1.0)
         else:
             w = params.keyword_weight
+            if w is None:
+                w = params.keyword_weight_soft if share > 0 else params.keyword_weight_cosine
             if len(keyword) < params.adaptive_min_hits:
                 w = min(w, params.adaptive_keyword_weight) if keyword else 0.0
             weights = (w, 1.0 - w)
