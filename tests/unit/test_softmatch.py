@@ -151,3 +151,78 @@ def test_default_keyword_weight_follows_the_semantic_side() -> None:
     # a setting from the environment is a float, its absence leaves the tuned default
     assert load_settings(env={"TUI_SEARCH_KEYWORD_WEIGHT": "0.7"}).keyword_weight == 0.7
     assert load_settings(env={}).keyword_weight is None
+
+
+def test_token_ids_round_trip_through_the_manifest() -> None:
+    from tui_search.core.store import pack_tokens, unpack_tokens
+
+    small = np.array([0, 5, 65535], dtype=np.int32)
+    large = np.array([3, 70000, 2**31 - 1], dtype=np.int32)
+    assert unpack_tokens(pack_tokens(small)).tolist() == small.tolist()
+    assert len(pack_tokens(small)) == 1 + 2 * 3  # two bytes per id when the ids fit
+    assert unpack_tokens(pack_tokens(large)).tolist() == large.tolist()
+    assert unpack_tokens(pack_tokens(np.array([], dtype=np.int32))).tolist() == []
+
+
+def test_encode_with_tokens_is_encode_plus_token_ids(model: Model2VecEmbedder) -> None:
+    texts = ["hello world", "", "word " * 2000, "Ünïcödé テスト and `code_ident`"]
+    vectors, tokens = model.encode_with_tokens(texts)
+    assert np.allclose(vectors, model.encode(texts), atol=1e-6)
+    assert [t.tolist() for t in tokens] == [t.tolist() for t in model.token_ids(texts)]
+
+
+def test_indexer_stores_tokens_and_search_reads_them(
+    tmp_path: Path, model: Model2VecEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "a.md").write_text("# Photos\n\nRestore a deleted photograph from the trash.\n")
+    (root / "b.md").write_text("# Kernel\n\nCompiling the kernel with custom flags.\n")
+    settings = Settings(workspace=root, index_dir=tmp_path / "idx")
+    with SearchEngine(settings, embedder=model) as engine:
+        engine.sync()
+        store = engine.indexer.store
+        hashes = {r.content_hash for r in store.iter_chunks()}
+        stored = store.tokens_by_hash(hashes)
+        assert set(stored) == hashes
+        # search reads the stored ids: it never tokenises a chunk
+        monkeypatch.setattr(
+            model, "token_ids", lambda texts: pytest.fail("chunk tokenised at query time")
+        )
+        ranked, _ = engine.rank(engine.plan("bring back a removed picture"), "semantic")
+        assert ranked[0].key.startswith("a:") and ranked[0].soft > ranked[-1].soft
+        monkeypatch.undo()
+        # an edit stores the new text's ids; a sync drops ids no chunk uses any more
+        (root / "a.md").write_text("# Photos\n\nRecover an erased image.\n")
+        (root / "b.md").unlink()
+        engine.sync()
+        now = {r.content_hash for r in store.iter_chunks()}
+        assert set(store.tokens_by_hash(hashes | now)) == now
+
+
+def test_fake_embedder_index_has_no_tokens_and_no_soft_match(tmp_path: Path) -> None:
+    from tests.conftest import SAMPLE_WORKSPACE, FakeEmbedder
+
+    settings = Settings(workspace=SAMPLE_WORKSPACE, index_dir=tmp_path / "idx")
+    with SearchEngine(settings, embedder=FakeEmbedder()) as engine:
+        engine.sync()
+        count = engine.indexer.store.execute("SELECT count(*) FROM tokens").fetchone()[0]
+        assert count == 0
+        ranked, weights = engine.rank(engine.plan("photo trash"), "hybrid")
+        assert weights == (0.8, pytest.approx(0.2)) and all(s.soft == 0.0 for s in ranked)
+
+
+def test_a_model_change_drops_the_stored_tokens(tmp_path: Path, model: Model2VecEmbedder) -> None:
+    from tests.conftest import FakeEmbedder
+
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "a.md").write_text("# Photos\n\nRestore a deleted photograph.\n")
+    settings = Settings(workspace=root, index_dir=tmp_path / "idx")
+    with SearchEngine(settings, embedder=model) as engine:
+        engine.sync()
+        assert engine.indexer.store.execute("SELECT count(*) FROM tokens").fetchone()[0] == 1
+    with SearchEngine(settings, embedder=FakeEmbedder()) as engine:
+        assert engine.indexer.store.execute("SELECT count(*) FROM tokens").fetchone()[0] == 0
+        engine.sync()
+        assert engine.search("photograph").hits

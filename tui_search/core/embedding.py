@@ -48,6 +48,10 @@ class TokenEmbedder(Protocol):
         """L2-normalised float32 vectors of token ``ids``, one row each."""
         ...
 
+    def encode_with_tokens(self, texts: list[str]) -> tuple[np.ndarray, list[np.ndarray]]:
+        """``encode(texts)`` and ``token_ids(texts)`` from one tokenisation."""
+        ...
+
 
 def normalize_rows(vectors: np.ndarray) -> np.ndarray:
     vectors = np.asarray(vectors, dtype=np.float32)
@@ -139,6 +143,26 @@ class Model2VecEmbedder:
         with self._lock:
             ids = self._model.tokenize(list(texts))
         return [np.unique(np.asarray(i, dtype=np.int32)) for i in ids]
+
+    def encode_with_tokens(self, texts: list[str]) -> tuple[np.ndarray, list[np.ndarray]]:
+        if not texts:
+            return np.zeros((0, self._dim), dtype=np.float32), []
+        model = self._model
+        with self._lock:
+            # the tokenizer carries the model's max_length truncation, as in model.encode
+            ids = model.tokenize(list(texts))
+        mapping = getattr(model, "token_mapping", None)
+        weights = getattr(model, "weights", None)
+        out = np.zeros((len(ids), self._dim), dtype=np.float32)
+        for i, id_list in enumerate(ids):
+            if not id_list:
+                continue
+            arr = np.asarray(id_list, dtype=np.int64)
+            rows = model.embedding[arr if mapping is None else np.asarray(mapping)[arr]]
+            if weights is not None:
+                rows = rows * np.asarray(weights)[arr][:, None]
+            out[i] = rows.mean(axis=0)
+        return normalize_rows(out), [np.unique(np.asarray(i, dtype=np.int32)) for i in ids]
 
     def query_tokens(self, text: str) -> list[tuple[int, int, int]]:
         with self._lock:

@@ -422,14 +422,19 @@ class SearchEngine:
                 if cached is not None:
                     self._token_cache.move_to_end(h)
                     tokens[h] = cached
-        missing = [k for k, h in hashes.items() if h not in tokens]
-        if missing:
-            records = list(store.chunks_by_keys(missing).values())
-            made = embedder.token_ids([r.embedding_text for r in records])
+        fresh: dict[str, np.ndarray] = {}
+        if len(tokens) < len(set(hashes.values())):
+            # stored at index time; chunks indexed without them are tokenised here
+            fresh = store.tokens_by_hash({h for h in hashes.values() if h not in tokens})
+            missing = [k for k, h in hashes.items() if h not in tokens and h not in fresh]
+            if missing:
+                records = list(store.chunks_by_keys(missing).values())
+                made = embedder.token_ids([r.embedding_text for r in records])
+                fresh.update((r.content_hash, ids) for r, ids in zip(records, made, strict=True))
+        if fresh:
+            tokens.update(fresh)
             with self._cache_lock:
-                for r, ids in zip(records, made, strict=True):
-                    tokens[r.content_hash] = ids
-                    self._token_cache[r.content_hash] = ids
+                self._token_cache.update(fresh)
                 while len(self._token_cache) > TOKEN_CACHE_SIZE:
                     self._token_cache.popitem(last=False)
         found = [k for k, h in hashes.items() if h in tokens]

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from tui_search.core.chunking import Chunk, doc_id_for, parse_document
-from tui_search.core.embedding import Embedder
+from tui_search.core.embedding import Embedder, TokenEmbedder
 from tui_search.core.errors import IndexBusyError, IndexError_
 from tui_search.core.lexical import LexicalIndex, LexicalParams
 from tui_search.core.store import (
@@ -33,6 +33,7 @@ from tui_search.core.store import (
     FileRecord,
     SchemaMismatch,
     Store,
+    pack_tokens,
     pack_vector,
     unpack_vector,
     vector_key,
@@ -196,6 +197,7 @@ class Indexer:
             # a different model: every vector must be made again
             with self.lock.hold(), self.store.transaction() as conn:
                 conn.execute("UPDATE chunks SET vector = NULL")
+                conn.execute("DELETE FROM tokens")  # another model, another tokenizer
                 conn.execute(
                     "INSERT OR REPLACE INTO meta VALUES ('model', ?)", (self.embedder.fingerprint,)
                 )
@@ -299,6 +301,8 @@ class Indexer:
             )
             with self.store.transaction() as conn:
                 self.store.set_skipped(conn, [(s.path, s.reason) for s in skipped])
+                if report.changed_files or report.removed_files:
+                    self.store.prune_tokens(conn)
         report.skipped = skipped
         report.documents, report.chunks = self.store.counts()
         report.took_ms = (time.perf_counter() - started) * 1000
@@ -482,7 +486,8 @@ class Indexer:
         # chunks whose vector is missing (model change, earlier failure) are embedded too
         missing = self._missing_vectors(exclude_paths=set(in_flight))
         texts = [c.embedding_text for c in to_embed] + [r.embedding_text for r in missing]
-        embedded = self._embed(texts, emit)
+        embedded, tokens = self._embed(texts, emit)
+        token_hashes = [c.content_hash for c in to_embed] + [r.content_hash for r in missing]
         new_vectors: dict[str, np.ndarray] = {}
         for c, vec in zip(to_embed, embedded[: len(to_embed)], strict=True):
             new_vectors[c.key] = vec
@@ -522,6 +527,11 @@ class Indexer:
                     "UPDATE chunks SET vector = ? WHERE key = ?",
                     (pack_vector(vec), r.key),
                 )
+            if tokens is not None:
+                conn.executemany(
+                    "INSERT OR REPLACE INTO tokens VALUES (?, ?)",
+                    [(h, pack_tokens(t)) for h, t in zip(token_hashes, tokens, strict=True)],
+                )
             conn.execute("DELETE FROM meta WHERE key = 'dirty'")
         report.changed_files.extend(changed_paths)
         report.removed_files.extend(removed)
@@ -550,15 +560,28 @@ class Indexer:
         ]
         return list(self.store.chunks_by_keys(keys).values()) if keys else []
 
-    def _embed(self, texts: list[str], emit: ProgressCallback) -> np.ndarray:
+    def _embed(
+        self, texts: list[str], emit: ProgressCallback
+    ) -> tuple[np.ndarray, list[np.ndarray] | None]:
+        """Vectors of ``texts``, and their distinct token ids when the embedder has tokens
+        (one tokenisation serves both)."""
+        embedder = self.embedder
+        with_tokens = isinstance(embedder, TokenEmbedder)
         if not texts:
-            return np.zeros((0, self.embedder.dim), dtype=np.float32)
+            return np.zeros((0, embedder.dim), dtype=np.float32), [] if with_tokens else None
         parts = []
+        tokens: list[np.ndarray] = []
         for i in range(0, len(texts), EMBED_BATCH):
             emit(Progress("embed", i, len(texts)))
-            parts.append(self.embedder.encode(texts[i : i + EMBED_BATCH]))
+            batch = texts[i : i + EMBED_BATCH]
+            if isinstance(embedder, TokenEmbedder):
+                vecs, ids = embedder.encode_with_tokens(batch)
+                parts.append(vecs)
+                tokens.extend(ids)
+            else:
+                parts.append(embedder.encode(batch))
         emit(Progress("embed", len(texts), len(texts)))
-        return np.concatenate(parts)
+        return np.concatenate(parts), tokens if with_tokens else None
 
     def close(self) -> None:
         self.lexical.close()

@@ -20,7 +20,7 @@ import numpy as np
 
 from tui_search.core.chunking import Chunk, Link
 
-SCHEMA_VERSION = "4"  # 4: vectors stored as float16
+SCHEMA_VERSION = "5"  # 4: vectors stored as float16; 5: token ids for soft matching
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -60,6 +60,9 @@ CREATE INDEX IF NOT EXISTS chunks_section ON chunks(section_id);
 CREATE INDEX IF NOT EXISTS chunks_hash ON chunks(content_hash);
 CREATE INDEX IF NOT EXISTS chunks_novec ON chunks(key) WHERE vector IS NULL;
 CREATE TABLE IF NOT EXISTS skipped (path TEXT PRIMARY KEY, reason TEXT NOT NULL);
+-- distinct token ids of each chunk text, for soft matching; content-addressed like the vectors
+-- and made by the same model (cleared when the model changes)
+CREATE TABLE IF NOT EXISTS tokens (content_hash TEXT PRIMARY KEY, ids BLOB NOT NULL);
 """
 
 
@@ -72,6 +75,19 @@ def pack_vector(vec: np.ndarray) -> bytes:
 
 def unpack_vector(blob: bytes) -> np.ndarray:
     return np.frombuffer(blob, dtype=VECTOR_DTYPE).astype(np.float32)
+
+
+def pack_tokens(ids: np.ndarray) -> bytes:
+    """Token ids as bytes: a one-byte width (2 or 4), then the ids."""
+    ids = np.asarray(ids)
+    if len(ids) == 0 or int(ids.max()) < 65536:
+        return b"\x02" + ids.astype("<u2").tobytes()
+    return b"\x04" + ids.astype("<i4").tobytes()
+
+
+def unpack_tokens(blob: bytes) -> np.ndarray:
+    dtype = "<u2" if blob[:1] == b"\x02" else "<i4"
+    return np.frombuffer(blob, dtype=dtype, offset=1).astype(np.int32)
 
 
 class SchemaMismatch(sqlite3.DatabaseError):
@@ -308,6 +324,25 @@ class Store:
             q = f"SELECT key, content_hash FROM chunks WHERE key IN ({','.join('?' * len(part))})"
             out.update(conn.execute(q, part).fetchall())
         return out
+
+    def tokens_by_hash(self, hashes: Iterable[str]) -> dict[str, np.ndarray]:
+        """Stored token ids by content hash (hashes without a row are left out)."""
+        hashes = list(hashes)
+        conn = self._conn()
+        out: dict[str, np.ndarray] = {}
+        for i in range(0, len(hashes), 500):
+            part = hashes[i : i + 500]
+            q = f"SELECT content_hash, ids FROM tokens WHERE content_hash IN ({','.join('?' * len(part))})"
+            for h, blob in conn.execute(q, part):
+                out[h] = unpack_tokens(blob)
+        return out
+
+    def prune_tokens(self, conn: sqlite3.Connection) -> int:
+        """Drop token rows no chunk refers to any more; returns how many."""
+        cur = conn.execute(
+            "DELETE FROM tokens WHERE content_hash NOT IN (SELECT content_hash FROM chunks)"
+        )
+        return int(cur.rowcount or 0)
 
     def chunks_by_vkeys(self, vkeys: Iterable[int]) -> dict[int, ChunkRecord]:
         return {rec.vkey: rec for rec in self._chunks_where_in("vkey", [int(v) for v in vkeys])}
