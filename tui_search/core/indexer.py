@@ -301,8 +301,6 @@ class Indexer:
             )
             with self.store.transaction() as conn:
                 self.store.set_skipped(conn, [(s.path, s.reason) for s in skipped])
-                if report.changed_files or report.removed_files:
-                    self.store.prune_tokens(conn)
         report.skipped = skipped
         report.documents, report.chunks = self.store.counts()
         report.took_ms = (time.perf_counter() - started) * 1000
@@ -461,10 +459,14 @@ class Indexer:
         lexical_delete_paths: list[str] = list(removed)
         lexical_delete_keys: list[str] = []
         lexical_add: set[str] = set()
+        old_hashes: set[str] = set()  # token rows that may have lost their last chunk
         for path in removed:
-            old_vkeys.extend(v for _, v, _ in self.store.chunk_hashes(path).values())
+            gone_chunks = self.store.chunk_hashes(path).values()
+            old_vkeys.extend(v for _, v, _ in gone_chunks)
+            old_hashes.update(h for h, _, _ in gone_chunks)
         for rec, chunks in parsed:
             old_chunks = self.store.chunk_hashes(rec.path)
+            old_hashes.update(h for h, _, _ in old_chunks.values())
             new_keys = {c.key for c in chunks}
             gone = [k for k in old_chunks if k not in new_keys]
             old_vkeys.extend(old_chunks[k][1] for k in gone)
@@ -532,6 +534,7 @@ class Indexer:
                     "INSERT OR REPLACE INTO tokens VALUES (?, ?)",
                     [(h, pack_tokens(t)) for h, t in zip(token_hashes, tokens, strict=True)],
                 )
+            self.store.prune_tokens(conn, old_hashes)
             conn.execute("DELETE FROM meta WHERE key = 'dirty'")
         report.changed_files.extend(changed_paths)
         report.removed_files.extend(removed)

@@ -337,12 +337,21 @@ class Store:
                 out[h] = unpack_tokens(blob)
         return out
 
-    def prune_tokens(self, conn: sqlite3.Connection) -> int:
-        """Drop token rows no chunk refers to any more; returns how many."""
-        cur = conn.execute(
-            "DELETE FROM tokens WHERE content_hash NOT IN (SELECT content_hash FROM chunks)"
-        )
-        return int(cur.rowcount or 0)
+    def prune_tokens(self, conn: sqlite3.Connection, hashes: Iterable[str]) -> int:
+        """Drop the token rows of ``hashes`` that no chunk refers to any more (O(change));
+        returns how many."""
+        hashes = list(hashes)
+        dropped = 0
+        for i in range(0, len(hashes), 500):
+            part = hashes[i : i + 500]
+            marks = ",".join("?" * len(part))
+            cur = conn.execute(
+                f"DELETE FROM tokens WHERE content_hash IN ({marks}) AND content_hash NOT IN "
+                f"(SELECT content_hash FROM chunks WHERE content_hash IN ({marks}))",
+                part + part,
+            )
+            dropped += int(cur.rowcount or 0)
+        return dropped
 
     def chunks_by_vkeys(self, vkeys: Iterable[int]) -> dict[int, ChunkRecord]:
         return {rec.vkey: rec for rec in self._chunks_where_in("vkey", [int(v) for v in vkeys])}
