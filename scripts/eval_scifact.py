@@ -14,6 +14,7 @@ Runs in the product venv (model2vec inference only, no torch):
   ideal DCG from the qrels of the query).
 * Only used to *measure*; nothing here is trained on SciFact.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -129,7 +130,10 @@ def main() -> None:
     args = ap.parse_args()
 
     corpus = load_jsonl(DATA / "corpus.jsonl")
-    splits = {"test": ("queries.jsonl", "qrels.tsv"), "train": ("queries.train.jsonl", "qrels.train.tsv")}
+    splits = {
+        "test": ("queries.jsonl", "qrels.tsv"),
+        "train": ("queries.train.jsonl", "qrels.train.tsv"),
+    }
     wanted = ["test", "train"] if args.split == "both" else [args.split]
     loaded = {s: (load_jsonl(DATA / splits[s][0]), load_qrels(DATA / splits[s][1])) for s in wanted}
 

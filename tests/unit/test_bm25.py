@@ -61,13 +61,17 @@ def test_structured_queries_still_use_whoosh() -> None:
 
     assert flatten_disjunction(Q.And([Q.Term("body", "a"), Q.Term("body", "b")])) is None
     assert flatten_disjunction(Q.Phrase("body", ["a", "b"])) is None
-    flat = flatten_disjunction(Q.Or([Q.Term("body", "a", boost=2.0), Q.Or([Q.Term("title", "b")], boost=3.0)]))
+    flat = flatten_disjunction(
+        Q.Or([Q.Term("body", "a", boost=2.0), Q.Or([Q.Term("title", "b")], boost=3.0)])
+    )
     assert flat == [("body", "a", 2.0), ("title", "b", 3.0)]
 
 
 @pytest.mark.parametrize("mode", ["keyword", "hybrid"])
 def test_filters_apply_on_the_fast_path(tmp_path: Path, mode: str) -> None:
-    e = SearchEngine(Settings(workspace=SAMPLE_WORKSPACE, index_dir=tmp_path / "idx"), embedder=FakeEmbedder())
+    e = SearchEngine(
+        Settings(workspace=SAMPLE_WORKSPACE, index_dir=tmp_path / "idx"), embedder=FakeEmbedder()
+    )
     e.sync()
     r = e.search("backup restore path:runbooks/*", mode=mode, limit=50)
     assert r.hits and all(h.file_path.startswith("runbooks/") for h in r.hits)

@@ -262,7 +262,9 @@ def test_reader_in_another_engine_sees_writes(ws: Path, tmp_path: Path, fake_emb
     reader.close()
 
 
-def test_front_matter_tag_change_reaches_unchanged_sections(ws: Path, tmp_path: Path, fake_embedder) -> None:  # type: ignore[no-untyped-def]
+def test_front_matter_tag_change_reaches_unchanged_sections(
+    ws: Path, tmp_path: Path, fake_embedder
+) -> None:  # type: ignore[no-untyped-def]
     e = engine_for(ws, tmp_path / "idx", fake_embedder)
     e.sync()
     assert e.search("tag:gamma", mode="keyword").total_results == 0
@@ -306,15 +308,21 @@ def test_index_from_another_version_is_rebuilt(ws: Path, tmp_path: Path, fake_em
 
 
 def test_bulk_writes_use_the_multiprocess_writer_with_the_same_results(
-    tmp_path: Path, fake_embedder, monkeypatch: pytest.MonkeyPatch  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+    fake_embedder,
+    monkeypatch: pytest.MonkeyPatch,  # type: ignore[no-untyped-def]
 ) -> None:
     from tests.conftest import SAMPLE_WORKSPACE
     from tui_search.core import lexical
 
-    single = SearchEngine(Settings(workspace=SAMPLE_WORKSPACE, index_dir=tmp_path / "a"), embedder=fake_embedder)
+    single = SearchEngine(
+        Settings(workspace=SAMPLE_WORKSPACE, index_dir=tmp_path / "a"), embedder=fake_embedder
+    )
     single.sync()
     monkeypatch.setattr(lexical, "BULK_WRITE", 10)
-    bulk = SearchEngine(Settings(workspace=SAMPLE_WORKSPACE, index_dir=tmp_path / "b"), embedder=fake_embedder)
+    bulk = SearchEngine(
+        Settings(workspace=SAMPLE_WORKSPACE, index_dir=tmp_path / "b"), embedder=fake_embedder
+    )
     bulk.sync()
     assert bulk.indexer.lexical.doc_count() == single.indexer.lexical.doc_count()
     for q in ("restore backup", "thumbnail queue retries", "reconcileOrphanedBlobs"):
