@@ -266,6 +266,8 @@ class SearchEngine:
                 f"convex(min-max), semantic side {1 - self.fusion.soft_share:g} cosine + "
                 f"{self.fusion.soft_share:g} soft match, exact x{self.fusion.exact_boost}"
             )
+            if self.fusion.soft_share > 0 and isinstance(self.embedder, TokenEmbedder)
+            else f"convex(min-max), exact x{self.fusion.exact_boost}"
         )
 
         def to_hit(s: Scored) -> Hit:
