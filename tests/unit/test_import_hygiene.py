@@ -30,3 +30,16 @@ def test_core_module_is_ui_free(module: str) -> None:
 
 def test_the_list_of_core_modules_is_not_empty() -> None:
     assert "tui_search.core.engine" in CORE_MODULES and len(CORE_MODULES) > 8
+
+
+def test_one_blas_thread_unless_the_user_says_otherwise() -> None:
+    import os
+
+    code = "import tui_search, os; print(os.environ['OPENBLAS_NUM_THREADS'])"
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    run = [sys.executable, "-c", code]
+    out = subprocess.run(run, capture_output=True, text=True, check=True, env=env).stdout
+    assert out.strip() == "1"
+    env["OPENBLAS_NUM_THREADS"] = "2"
+    out = subprocess.run(run, capture_output=True, text=True, check=True, env=env).stdout
+    assert out.strip() == "2"
