@@ -137,32 +137,32 @@ class Model2VecEmbedder:
         return normalize_rows(vectors)
 
     # -- token level (TokenEmbedder) -------------------------------------------------------
-    def token_ids(self, texts: list[str]) -> list[np.ndarray]:
-        if not texts:
-            return []
+    def _tokenize(self, texts: list[str]) -> list[list[int]]:
         with self._lock:
-            ids = self._model.tokenize(list(texts))
+            # the tokenizer carries the model's max_length truncation, as in model.encode
+            return list(self._model.tokenize(list(texts)))
+
+    @staticmethod
+    def _distinct(ids: list[list[int]]) -> list[np.ndarray]:
         return [np.unique(np.asarray(i, dtype=np.int32)) for i in ids]
+
+    def token_ids(self, texts: list[str]) -> list[np.ndarray]:
+        return self._distinct(self._tokenize(texts)) if texts else []
 
     def encode_with_tokens(self, texts: list[str]) -> tuple[np.ndarray, list[np.ndarray]]:
         if not texts:
             return np.zeros((0, self._dim), dtype=np.float32), []
-        model = self._model
-        with self._lock:
-            # the tokenizer carries the model's max_length truncation, as in model.encode
-            ids = model.tokenize(list(texts))
-        mapping = getattr(model, "token_mapping", None)
-        weights = getattr(model, "weights", None)
+        ids = self._tokenize(texts)
+        weights = getattr(self._model, "weights", None)
         out = np.zeros((len(ids), self._dim), dtype=np.float32)
         for i, id_list in enumerate(ids):
-            if not id_list:
-                continue
-            arr = np.asarray(id_list, dtype=np.int64)
-            rows = model.embedding[arr if mapping is None else np.asarray(mapping)[arr]]
-            if weights is not None:
-                rows = rows * np.asarray(weights)[arr][:, None]
-            out[i] = rows.mean(axis=0)
-        return normalize_rows(out), [np.unique(np.asarray(i, dtype=np.int32)) for i in ids]
+            if id_list:
+                arr = np.asarray(id_list, dtype=np.int64)
+                rows = self._rows(arr)
+                if weights is not None:
+                    rows = rows * np.asarray(weights)[arr][:, None]
+                out[i] = rows.mean(axis=0)
+        return normalize_rows(out), self._distinct(ids)
 
     def query_tokens(self, text: str) -> list[tuple[int, int, int]]:
         with self._lock:

@@ -542,18 +542,8 @@ class Indexer:
         emit(Progress("write", 1, 1))
 
     def _vectors_by_hash(self, hashes: set[str]) -> dict[str, np.ndarray]:
-        out: dict[str, np.ndarray] = {}
-        items = list(hashes)
-        conn = self.store
-        for i in range(0, len(items), 500):
-            part = items[i : i + 500]
-            q = (
-                "SELECT content_hash, vector FROM chunks WHERE vector IS NOT NULL AND "
-                f"content_hash IN ({','.join('?' * len(part))})"
-            )
-            for h, blob in conn.execute(q, part):
-                out[h] = unpack_vector(blob)
-        return out
+        sql = "SELECT content_hash, vector FROM chunks WHERE vector IS NOT NULL AND content_hash IN {in}"
+        return {h: unpack_vector(blob) for h, blob in self.store.select_in(sql, hashes)}
 
     def _missing_vectors(self, exclude_paths: set[str] | None = None) -> list[ChunkRecord]:
         keys = [
@@ -569,22 +559,20 @@ class Indexer:
         """Vectors of ``texts``, and their distinct token ids when the embedder has tokens
         (one tokenisation serves both)."""
         embedder = self.embedder
-        with_tokens = isinstance(embedder, TokenEmbedder)
-        if not texts:
-            return np.zeros((0, embedder.dim), dtype=np.float32), [] if with_tokens else None
-        parts = []
-        tokens: list[np.ndarray] = []
+        parts = [np.zeros((0, embedder.dim), dtype=np.float32)]
+        tokens: list[np.ndarray] | None = [] if isinstance(embedder, TokenEmbedder) else None
         for i in range(0, len(texts), EMBED_BATCH):
             emit(Progress("embed", i, len(texts)))
             batch = texts[i : i + EMBED_BATCH]
-            if isinstance(embedder, TokenEmbedder):
+            if isinstance(embedder, TokenEmbedder) and tokens is not None:
                 vecs, ids = embedder.encode_with_tokens(batch)
-                parts.append(vecs)
                 tokens.extend(ids)
             else:
-                parts.append(embedder.encode(batch))
-        emit(Progress("embed", len(texts), len(texts)))
-        return np.concatenate(parts), tokens if with_tokens else None
+                vecs = embedder.encode(batch)
+            parts.append(vecs)
+        if texts:
+            emit(Progress("embed", len(texts), len(texts)))
+        return np.concatenate(parts), tokens
 
     def close(self) -> None:
         self.lexical.close()

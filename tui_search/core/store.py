@@ -303,55 +303,46 @@ class Store:
         )
         return [_chunk_from_row(r) for r in rows]
 
-    def _chunks_where_in(self, column: str, values: list[Any]) -> Iterator[ChunkRecord]:
-        conn = self._conn()
+    def select_in(
+        self, sql: str, values: Iterable[Any], conn: sqlite3.Connection | None = None
+    ) -> Iterator[Any]:
+        """Rows of ``sql`` run over ``values`` in batches of 500; every ``{in}`` in ``sql``
+        becomes the batch's ``(?, ?, ...)`` (SQLite caps the number of parameters)."""
+        values = list(values)
+        conn = conn or self._conn()
         for i in range(0, len(values), 500):
             part = values[i : i + 500]
-            q = f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE {column} IN ({','.join('?' * len(part))})"
-            for r in conn.execute(q, part):
-                yield _chunk_from_row(r)
+            q = sql.replace("{in}", f"({','.join('?' * len(part))})")
+            yield from conn.execute(q, part * sql.count("{in}"))
+
+    def _chunks_where_in(self, column: str, values: list[Any]) -> Iterator[ChunkRecord]:
+        for r in self.select_in(
+            f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE {column} IN {{in}}", values
+        ):
+            yield _chunk_from_row(r)
 
     def chunks_by_keys(self, keys: Iterable[str]) -> dict[str, ChunkRecord]:
         return {rec.key: rec for rec in self._chunks_where_in("key", list(keys))}
 
     def content_hashes(self, keys: Iterable[str]) -> dict[str, str]:
         """Chunk key -> content hash, without reading the chunks themselves."""
-        keys = list(keys)
-        conn = self._conn()
-        out: dict[str, str] = {}
-        for i in range(0, len(keys), 500):
-            part = keys[i : i + 500]
-            q = f"SELECT key, content_hash FROM chunks WHERE key IN ({','.join('?' * len(part))})"
-            out.update(conn.execute(q, part).fetchall())
-        return out
+        return dict(self.select_in("SELECT key, content_hash FROM chunks WHERE key IN {in}", keys))
 
     def tokens_by_hash(self, hashes: Iterable[str]) -> dict[str, np.ndarray]:
         """Stored token ids by content hash (hashes without a row are left out)."""
-        hashes = list(hashes)
-        conn = self._conn()
-        out: dict[str, np.ndarray] = {}
-        for i in range(0, len(hashes), 500):
-            part = hashes[i : i + 500]
-            q = f"SELECT content_hash, ids FROM tokens WHERE content_hash IN ({','.join('?' * len(part))})"
-            for h, blob in conn.execute(q, part):
-                out[h] = unpack_tokens(blob)
-        return out
+        rows = self.select_in(
+            "SELECT content_hash, ids FROM tokens WHERE content_hash IN {in}", hashes
+        )
+        return {h: unpack_tokens(blob) for h, blob in rows}
 
-    def prune_tokens(self, conn: sqlite3.Connection, hashes: Iterable[str]) -> int:
-        """Drop the token rows of ``hashes`` that no chunk refers to any more (O(change));
-        returns how many."""
-        hashes = list(hashes)
-        dropped = 0
-        for i in range(0, len(hashes), 500):
-            part = hashes[i : i + 500]
-            marks = ",".join("?" * len(part))
-            cur = conn.execute(
-                f"DELETE FROM tokens WHERE content_hash IN ({marks}) AND content_hash NOT IN "
-                f"(SELECT content_hash FROM chunks WHERE content_hash IN ({marks}))",
-                part + part,
-            )
-            dropped += int(cur.rowcount or 0)
-        return dropped
+    def prune_tokens(self, conn: sqlite3.Connection, hashes: Iterable[str]) -> None:
+        """Drop the token rows of ``hashes`` that no chunk refers to any more (O(change))."""
+        sql = (
+            "DELETE FROM tokens WHERE content_hash IN {in} AND content_hash NOT IN "
+            "(SELECT content_hash FROM chunks WHERE content_hash IN {in})"
+        )
+        for _ in self.select_in(sql, hashes, conn):
+            pass
 
     def chunks_by_vkeys(self, vkeys: Iterable[int]) -> dict[int, ChunkRecord]:
         return {rec.vkey: rec for rec in self._chunks_where_in("vkey", [int(v) for v in vkeys])}
@@ -372,15 +363,8 @@ class Store:
             yield keys, vecs
 
     def vectors_for(self, vkeys: Iterable[int]) -> dict[int, np.ndarray]:
-        vkeys = [int(v) for v in vkeys]
-        out: dict[int, np.ndarray] = {}
-        conn = self._conn()
-        for i in range(0, len(vkeys), 500):
-            part = vkeys[i : i + 500]
-            q = f"SELECT vkey, vector FROM chunks WHERE vector IS NOT NULL AND vkey IN ({','.join('?' * len(part))})"
-            for k, blob in conn.execute(q, part):
-                out[int(k)] = unpack_vector(blob)
-        return out
+        sql = "SELECT vkey, vector FROM chunks WHERE vector IS NOT NULL AND vkey IN {in}"
+        return {int(k): unpack_vector(b) for k, b in self.select_in(sql, (int(v) for v in vkeys))}
 
     def vectors_for_path(self, path: str) -> list[tuple[int, np.ndarray]]:
         rows = self._conn().execute(
