@@ -24,10 +24,12 @@ def _isolate_user_dirs(
     base = tmp_path_factory.mktemp("userdirs")
     monkeypatch.setenv("TUI_SEARCH_CACHE_DIR", str(base / "cache"))
     monkeypatch.setenv("TUI_SEARCH_CONFIG_DIR", str(base / "config"))
+    monkeypatch.setenv("TUI_SEARCH_DATA_DIR", str(base / "data"))
     for var in list(__import__("os").environ):
         if var.startswith("TUI_SEARCH_") and var not in (
             "TUI_SEARCH_CACHE_DIR",
             "TUI_SEARCH_CONFIG_DIR",
+            "TUI_SEARCH_DATA_DIR",
         ):
             monkeypatch.delenv(var, raising=False)
 

@@ -31,12 +31,22 @@ def user_cache_dir() -> Path:
     return Path(os.environ.get("TUI_SEARCH_CACHE_DIR") or platformdirs.user_cache_dir(APP_NAME))
 
 
-def default_index_dir(workspace: Path) -> Path:
-    """Per-user cache folder keyed by the workspace's absolute path."""
+def user_data_dir() -> Path:
+    """Where the app keeps what it remembers per workspace (query history, weights)."""
+    return Path(os.environ.get("TUI_SEARCH_DATA_DIR") or platformdirs.user_data_dir(APP_NAME))
+
+
+def workspace_key(workspace: Path) -> str:
+    """A file-name-safe key for a workspace: its folder name and a hash of its absolute path."""
     absolute = workspace.expanduser().resolve()
     digest = hashlib.sha256(str(absolute).encode("utf-8", "surrogateescape")).hexdigest()[:16]
     safe_name = "".join(c if c.isalnum() or c in "-_" else "_" for c in absolute.name)[:40]
-    return user_cache_dir() / "indexes" / f"{safe_name or 'root'}-{digest}"
+    return f"{safe_name or 'root'}-{digest}"
+
+
+def default_index_dir(workspace: Path) -> Path:
+    """Per-user cache folder keyed by the workspace's absolute path."""
+    return user_cache_dir() / "indexes" / workspace_key(workspace)
 
 
 @dataclass(frozen=True)
@@ -127,3 +137,47 @@ def load_settings(
         if value is not None:
             values[key] = value
     return dataclasses.replace(base, **values)
+
+
+def save_config_values(values: dict[str, float | int | str]) -> Path:
+    """Set top-level keys of the user's config file, keeping every other line as it is.
+
+    A key already set before the first ``[table]`` is replaced in place; a new one is added
+    above the first table. Returns the file written.
+    """
+    config_file = user_config_dir() / "config.toml"
+    try:
+        lines = config_file.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        lines = []
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read config file {config_file}: {exc}") from exc
+    first_table = next(
+        (i for i, line in enumerate(lines) if line.lstrip().startswith("[")), len(lines)
+    )
+    pending = dict(values)
+    for i in range(first_table):
+        key = lines[i].split("=", 1)[0].strip()
+        if "=" in lines[i] and key in pending:
+            lines[i] = f"{key} = {_toml_value(pending.pop(key))}"
+    added = [f"{key} = {_toml_value(value)}" for key, value in pending.items()]
+    lines[first_table:first_table] = added
+    text = "\n".join(lines) + "\n"
+    try:
+        tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{config_file} would not be valid TOML after the change: {exc}") from exc
+    try:
+        config_file.parent.mkdir(parents=True, exist_ok=True)
+        tmp = config_file.with_name(config_file.name + ".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, config_file)
+    except OSError as exc:
+        raise ConfigError(f"cannot write config file {config_file}: {exc}") from exc
+    return config_file
+
+
+def _toml_value(value: float | int | str) -> str:
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return repr(value)

@@ -80,7 +80,7 @@ def app_factory(tmp_path: Path, fake_embedder: Any) -> AppFactory:
         kwargs.setdefault("watch", False)
         kwargs.setdefault("show_timing", False)
         app = make_app(settings, **kwargs)
-        app.search_debounce = 0.05
+        app.search_screen.search_debounce = 0.05
         return app
 
     return _make
@@ -120,10 +120,10 @@ async def search(pilot: Pilot[Any], text: str, *, type_it: bool = False) -> None
     """Put ``text`` in the query bar (all at once, or key by key) and wait for the results."""
     app = pilot.app
     assert isinstance(app, TuiSearchApp)
-    app.query_input.focus()
+    app.search_screen.query_input.focus()
     if type_it:
-        app.query_input.value = ""
+        app.search_screen.query_input.value = ""
         await pilot.press(*text)
     else:
-        app.query_input.value = text
+        app.search_screen.query_input.value = text
     await settle(pilot)

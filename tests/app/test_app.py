@@ -26,7 +26,7 @@ def message_text(app: Any) -> str:
 
 
 def entry_files(app: Any) -> list[str]:
-    return [e.file_path for e in app.results.entries if e.kind == "hit"]
+    return [e.file_path for e in app.search_screen.results.entries if e.kind == "hit"]
 
 
 async def test_typing_shows_ranked_results_and_preview(
@@ -35,19 +35,21 @@ async def test_typing_shows_ranked_results_and_preview(
     app = app_factory(workspace)
     async with app.run_test(size=(120, 40)) as pilot:
         await ready(pilot)
-        assert app.status.state.documents == 4
+        assert app.search_screen.status.state.documents == 4
         await search(pilot, "backup", type_it=True)
         files = entry_files(app)
         assert files and files[0] in {"guides/backups.md", "runbooks/restore.md"}
         assert set(files[:3]) <= {"guides/backups.md", "runbooks/restore.md"}
-        assert app.status.state.results == app._last_results.total_results
+        assert (
+            app.search_screen.status.state.results == app.search_screen.last_results.total_results
+        )
         # the preview shows the selected section, front matter as metadata, matches highlighted
-        lines = app.preview.text_lines
+        lines = app.search_screen.preview.text_lines
         assert any("Backups" in line for line in lines[:2])
         assert any(line.startswith("  tags #database #ops") for line in lines)
         assert not any(line.strip() == "---" for line in lines)
-        assert app.preview.rendered is not None
-        top = app.preview.rendered.section_top
+        assert app.search_screen.preview.rendered is not None
+        top = app.search_screen.preview.rendered.section_top
         assert lines[top].startswith("▌")
 
 
@@ -57,11 +59,11 @@ async def test_stale_results_are_dropped(workspace: Path, app_factory: AppFactor
         await ready(pilot)
         await pilot.press("ctrl+t")
         await search(pilot, "sourdough")
-        before = [e.section_id for e in app.results.entries]
+        before = [e.section_id for e in app.search_screen.results.entries]
         old = app.engine.search("backup", limit=50)
         app.post_message(SearchDone("backup", "keyword", False, old))
         await settle(pilot, 1)
-        assert [e.section_id for e in app.results.entries] == before
+        assert [e.section_id for e in app.search_screen.results.entries] == before
         assert entry_files(app) == ["notes/cooking.md"]
 
 
@@ -74,23 +76,25 @@ async def test_grouping_toggle_keeps_selection_even_while_typing(
         await search(pilot, "backup restore")
         await pilot.press("down")  # from the query bar: moves the results
         await settle(pilot, 1)
-        chosen = app.results.current
+        chosen = app.search_screen.results.current
         assert chosen is not None and chosen.kind == "hit"
-        assert app.results.highlighted == 1
+        assert app.search_screen.results.highlighted == 1
         await pilot.press("ctrl+g")
         await settle(pilot)
-        assert app.grouped and app.focused is app.query_input
-        assert app.query_input.value == "backup restore"  # ctrl+g did not type anything
-        kinds = [e.kind for e in app.results.entries]
+        assert app.search_screen.grouped and app.focused is app.search_screen.query_input
+        assert (
+            app.search_screen.query_input.value == "backup restore"
+        )  # ctrl+g did not type anything
+        kinds = [e.kind for e in app.search_screen.results.entries]
         assert kinds[0] == "doc" and "hit" in kinds
-        now = app.results.current
+        now = app.search_screen.results.current
         assert now is not None and now.section_id == chosen.section_id
-        assert "grouped" in str(app.status.visual)
+        assert "grouped" in str(app.search_screen.status.visual)
         await pilot.press("ctrl+g")
         await settle(pilot)
-        assert not app.grouped
-        assert app.results.current is not None
-        assert app.results.current.section_id == chosen.section_id
+        assert not app.search_screen.grouped
+        assert app.search_screen.results.current is not None
+        assert app.search_screen.results.current.section_id == chosen.section_id
 
 
 async def test_mode_cycles_and_status_shows_it(workspace: Path, app_factory: AppFactory) -> None:
@@ -102,9 +106,9 @@ async def test_mode_cycles_and_status_shows_it(workspace: Path, app_factory: App
         for _ in range(3):
             await pilot.press("ctrl+t")
             await settle(pilot, 1)
-            seen.append(app.mode)
-            assert f"mode: {app.mode}" in str(app.status.visual)
-            assert app._last_results.mode == app.mode
+            seen.append(app.search_screen.mode)
+            assert f"mode: {app.search_screen.mode}" in str(app.search_screen.status.visual)
+            assert app.search_screen.last_results.mode == app.search_screen.mode
         assert seen == ["keyword", "semantic", "hybrid"]
 
 
@@ -113,25 +117,25 @@ async def test_keyboard_navigation(workspace: Path, app_factory: AppFactory) -> 
     async with app.run_test(size=(120, 40)) as pilot:
         await ready(pilot)
         await search(pilot, "backup")
-        assert app.focused is app.query_input
+        assert app.focused is app.search_screen.query_input
         await pilot.press("tab")
         assert isinstance(app.focused, ResultsList)
         await pilot.press("j")
         await settle(pilot, 1)
-        assert app.results.highlighted == 1
+        assert app.search_screen.results.highlighted == 1
         await pilot.press("k")
-        assert app.results.highlighted == 0
+        assert app.search_screen.results.highlighted == 0
         await pilot.press("tab")
         assert isinstance(app.focused, PreviewPane)
         await pilot.press("escape")
-        assert app.focused is app.query_input
+        assert app.focused is app.search_screen.query_input
         await pilot.press("enter")  # from the query: open the preview of the selection
         assert isinstance(app.focused, PreviewPane)
         await pilot.press("shift+tab", "enter")
         assert isinstance(app.focused, PreviewPane)
         # typing e / y in the query bar types them, it does not edit or copy
         await pilot.press("escape", "e", "y")
-        assert app.query_input.value.endswith("ey")
+        assert app.search_screen.query_input.value.endswith("ey")
         assert app.clipboard == ""
 
 
@@ -149,14 +153,14 @@ async def test_mouse_click_selects_a_result(workspace: Path, app_factory: AppFac
     async with app.run_test(size=(120, 40)) as pilot:
         await ready(pilot)
         await search(pilot, "backup")
-        assert len(app.results.entries) >= 2
-        second = app.results.entries[1]
-        line = app.results._index_to_line[1]  # where the second option starts
+        assert len(app.search_screen.results.entries) >= 2
+        second = app.search_screen.results.entries[1]
+        line = app.search_screen.results._index_to_line[1]  # where the second option starts
         await pilot.click(ResultsList, offset=(4, line))
         await settle(pilot, 1)
-        assert app.results.current == second
-        assert app.preview.rendered is not None
-        assert app.preview.rendered.section_id == second.section_id
+        assert app.search_screen.results.current == second
+        assert app.search_screen.preview.rendered is not None
+        assert app.search_screen.preview.rendered.section_id == second.section_id
 
 
 async def test_editor_hand_off_reindexes_the_file(
@@ -178,7 +182,7 @@ async def test_editor_hand_off_reindexes_the_file(
     async with app.run_test(size=(120, 40)) as pilot:
         await ready(pilot)
         await search(pilot, "sourdough")
-        hit = app.results.current.hit
+        hit = app.search_screen.results.current.hit
         await pilot.press("tab", "e")
         await settle(pilot)
         argv = record.read_text().splitlines()
@@ -187,7 +191,7 @@ async def test_editor_hand_off_reindexes_the_file(
         await pilot.press("ctrl+t")
         await search(pilot, "quokka")
         assert entry_files(app) == ["notes/cooking.md"]
-        assert app.results.current.section_id == "notes/cooking:zanzibar-appendix"
+        assert app.search_screen.results.current.section_id == "notes/cooking:zanzibar-appendix"
 
 
 async def test_background_indexing_keeps_the_ui_live(
@@ -208,14 +212,14 @@ async def test_background_indexing_keeps_the_ui_live(
     async with app.run_test(size=(120, 40)) as pilot:
         for _ in range(100):
             await pilot.pause(0.05)
-            if app.engine is not None and "indexing" in app.status.state.indexing:
+            if app.engine is not None and "indexing" in app.search_screen.status.state.indexing:
                 break
         assert app.engine is not None and not app.index_ready
         assert app.query_one("#progress").display
         assert "Indexing" in message_text(app)
         await pilot.press(*"backup")  # the UI takes keys while the index is being built
         await pilot.pause()
-        assert app.query_input.value == "backup"
+        assert app.search_screen.query_input.value == "backup"
         gate.set()
         await ready(pilot)
         await settle(pilot)
@@ -236,7 +240,7 @@ async def test_empty_workspace_and_no_results_messages(
         assert "No markdown files here" in message_text(app)
         await search(pilot, "anything")
         assert "No results" in message_text(app)
-        assert app.status.state.documents == 0
+        assert app.search_screen.status.state.documents == 0
 
 
 async def test_no_results_message(workspace: Path, app_factory: AppFactory) -> None:
@@ -245,7 +249,7 @@ async def test_no_results_message(workspace: Path, app_factory: AppFactory) -> N
         await ready(pilot)
         await pilot.press("ctrl+t")  # keyword mode: hybrid always has semantic neighbours
         await search(pilot, "xylophonequark")
-        assert app.results.entries == []
+        assert app.search_screen.results.entries == []
         assert "No results" in message_text(app)
         assert "xylophonequark" in message_text(app)
 
@@ -259,10 +263,10 @@ async def test_engine_error_is_shown_not_raised(workspace: Path, app_factory: Ap
         await ready(pilot)
         assert "Index problem" in message_text(app)
         assert "Permission denied" in message_text(app)
-        assert "error" in str(app.status.visual)
+        assert "error" in str(app.search_screen.status.visual)
         await pilot.press(*"abc")  # typing still works, nothing crashes
         await settle(pilot, 1)
-        assert app.query_input.value == "abc"
+        assert app.search_screen.query_input.value == "abc"
         assert app.return_code is None
 
 
@@ -272,9 +276,9 @@ async def test_workspace_text_is_shown_literally(workspace: Path, app_factory: A
         await ready(pilot)
         await search(pilot, "tricky fake link")
         assert entry_files(app)[0] == "notes/markup.md"
-        prompt = str(app.results.get_option_at_index(0).prompt)
+        prompt = str(app.search_screen.results.get_option_at_index(0).prompt)
         assert "[bold]markup[/bold]" in prompt
-        text = "\n".join(app.preview.text_lines)
+        text = "\n".join(app.search_screen.preview.text_lines)
         assert "[bold]markup[/bold]" in text
         assert "[link=https://evil.example]" in text
         assert "\x1b" not in text and "\x1b" not in prompt
@@ -311,19 +315,21 @@ async def test_large_document_preview_is_windowed(tmp_path: Path, app_factory: A
     async with app.run_test(size=(120, 40)) as pilot:
         await ready(pilot)
         await search(pilot, "hippopotamus")
-        rendered = app.preview.rendered
+        rendered = app.search_screen.preview.rendered
         assert rendered is not None and rendered.truncated
         assert rendered.total_lines > 8000
         assert len(rendered.lines) < 1200
-        assert "hippopotamus" in app.preview.text_lines[rendered.section_top + 2]
+        assert "hippopotamus" in app.search_screen.preview.text_lines[rendered.section_top + 2]
         # scrolled to the section: its heading is the first or second line on screen
-        assert app.preview.scroll_y == min(rendered.section_top - 1, app.preview.max_scroll_y)
-        assert app.preview.scroll_y > 0
+        assert app.search_screen.preview.scroll_y == min(
+            rendered.section_top - 1, app.search_screen.preview.max_scroll_y
+        )
+        assert app.search_screen.preview.scroll_y > 0
         first_window = rendered.window
-        app.preview.focus()
+        app.search_screen.preview.focus()
         await pilot.press("m")
         await settle(pilot)
-        wider = app.preview.rendered
+        wider = app.search_screen.preview.rendered
         assert wider is not None
         assert wider.window[1] - wider.window[0] > first_window[1] - first_window[0]
 
@@ -334,11 +340,14 @@ async def test_more_results_load_on_scroll_to_end(tmp_path: Path, app_factory: A
     async with app.run_test(size=(120, 40)) as pilot:
         await ready(pilot)
         await search(pilot, "walrus")
-        assert len(app.results.entries) == 51 and app.results.entries[-1].kind == "more"
+        assert (
+            len(app.search_screen.results.entries) == 51
+            and app.search_screen.results.entries[-1].kind == "more"
+        )
         await pilot.press("tab", "end")
         await settle(pilot)
-        assert len([e for e in app.results.entries if e.kind == "hit"]) == 70
-        assert app.results.entries[-1].kind == "hit"
+        assert len([e for e in app.search_screen.results.entries if e.kind == "hit"]) == 70
+        assert app.search_screen.results.entries[-1].kind == "hit"
 
 
 async def test_watcher_refreshes_results_in_place(workspace: Path, app_factory: AppFactory) -> None:
@@ -346,12 +355,12 @@ async def test_watcher_refreshes_results_in_place(workspace: Path, app_factory: 
     async with app.run_test(size=(120, 40)) as pilot:
         await ready(pilot)
         for _ in range(100):
-            if app.status.state.watcher == "watching":
+            if app.search_screen.status.state.watcher == "watching":
                 break
             await pilot.pause(0.05)
-        assert app.status.state.watcher == "watching"
+        assert app.search_screen.status.state.watcher == "watching"
         await search(pilot, "backup")
-        selected = app.results.current.section_id
+        selected = app.search_screen.results.current.section_id
         (workspace / "notes/new.md").write_text("# Backup drill\n\nA backup fire drill.\n")
         for _ in range(200):
             await pilot.pause(0.05)
@@ -359,8 +368,8 @@ async def test_watcher_refreshes_results_in_place(workspace: Path, app_factory: 
                 break
         await settle(pilot, 1)
         assert "notes/new.md" in entry_files(app)
-        assert app.status.state.documents == 5
-        assert app.results.current.section_id == selected
+        assert app.search_screen.status.state.documents == 5
+        assert app.search_screen.results.current.section_id == selected
 
 
 async def test_watcher_start_failure_is_shown(
@@ -375,6 +384,6 @@ async def test_watcher_start_failure_is_shown(
     app = app_factory(workspace, watch=True)
     async with app.run_test(size=(120, 40)) as pilot:
         await ready(pilot)
-        assert app.status.state.watcher.startswith("error: inotify watch limit")
+        assert app.search_screen.status.state.watcher.startswith("error: inotify watch limit")
         await search(pilot, "backup")
         assert entry_files(app)

@@ -37,10 +37,16 @@ async def show_doc(pilot: Any, path: str) -> None:
     """Search for a document's sections (a filter-only query) and focus the preview on it."""
     app = pilot.app
     await search(pilot, f"path:{path}")
-    assert app.results.current is not None and app.results.current.file_path == path
+    assert (
+        app.search_screen.results.current is not None
+        and app.search_screen.results.current.file_path == path
+    )
     await pilot.press("enter")
     await settle(pilot)
-    assert app.preview.rendered is not None and app.preview.rendered.file_path == path
+    assert (
+        app.search_screen.preview.rendered is not None
+        and app.search_screen.preview.rendered.file_path == path
+    )
 
 
 async def pick(pilot: Any, want: Any) -> None:
@@ -68,7 +74,7 @@ async def test_preview_lists_links_to_and_linked_from(
         links_to, linked_from = graph.links_to(DOC), graph.linked_from(DOC)
         assert links_to and linked_from  # the fixture document has both
         await show_doc(pilot, DOC)
-        lines = app.preview.text_lines
+        lines = app.search_screen.preview.text_lines
         written = {
             (r.target, r.link.anchor) for r in graph.links_of(DOC) if r.target not in (None, DOC)
         }
@@ -89,7 +95,7 @@ async def test_preview_lists_links_to_and_linked_from(
         assert [v.path for v in values if v.direction == "from"] == linked_from
         await pilot.press("escape")
         assert not isinstance(app.screen, PickerScreen)
-        assert app.preview.rendered.file_path == DOC
+        assert app.search_screen.preview.rendered.file_path == DOC
 
 
 async def test_broken_links_are_marked(sample_copy: Path, app_factory: AppFactory) -> None:
@@ -100,7 +106,7 @@ async def test_broken_links_are_marked(sample_copy: Path, app_factory: AppFactor
         doc = next(p for p in graph.documents if graph.broken_links(p))
         broken = graph.broken_links(doc)
         await show_doc(pilot, doc)
-        lines = app.preview.text_lines
+        lines = app.search_screen.preview.text_lines
         for r in broken:
             assert any(r.link.target in line and "broken link" in line for line in lines)
         await pilot.press("l")
@@ -121,7 +127,7 @@ async def test_following_links_from_the_keyboard(
         anchored = next(r for r in graph.links_of(DOC) if r.target and r.link.anchor)
         before_files = workspace_files(sample_copy)
         await show_doc(pilot, DOC)
-        results_before = [e.section_id for e in app.results.entries]
+        results_before = [e.section_id for e in app.search_screen.results.entries]
         # follow a link with an anchor: the target opens at that section
         await pilot.press("l")
         await pick(
@@ -132,38 +138,45 @@ async def test_following_links_from_the_keyboard(
                 and v.anchor == anchored.link.anchor
             ),
         )
-        rendered = app.preview.rendered
+        rendered = app.search_screen.preview.rendered
         assert not isinstance(app.screen, PickerScreen)
         assert rendered.file_path == anchored.target
         assert rendered.section_id is not None
         assert rendered.section_id.endswith(":" + anchored.link.anchor)
         assert rendered.section_top > 0
-        assert app.preview.text_lines[rendered.section_top].startswith("▌")
-        assert app.preview.has_focus
+        assert app.search_screen.preview.text_lines[rendered.section_top].startswith("▌")
+        assert app.search_screen.preview.has_focus
         # the results and the workspace are untouched
-        assert [e.section_id for e in app.results.entries] == results_before
+        assert [e.section_id for e in app.search_screen.results.entries] == results_before
         assert workspace_files(sample_copy) == before_files
         # follow a backlink of the target: opens at the top
         source = graph.linked_from(anchored.target)[0]
         await pilot.press("l")
         await pick(pilot, lambda v: v.direction == "from" and v.path == source)
-        assert app.preview.rendered.file_path == source
-        assert app.preview.rendered.section_id is None and app.preview.scroll_y == 0
+        assert app.search_screen.preview.rendered.file_path == source
+        assert (
+            app.search_screen.preview.rendered.section_id is None
+            and app.search_screen.preview.scroll_y == 0
+        )
         # back twice: the anchored target, then the document we started from
         await pilot.press("backspace")
         await settle(pilot)
-        assert app.preview.rendered.file_path == anchored.target
+        assert app.search_screen.preview.rendered.file_path == anchored.target
         await pilot.press("b")
         await settle(pilot)
-        assert app.preview.rendered.file_path == DOC
+        assert app.search_screen.preview.rendered.file_path == DOC
         # moving in the results drops the followed document
         await pilot.press("l")
         await pick(pilot, lambda v: v.direction == "from")
-        assert app.preview.rendered.file_path != DOC
-        app.results.focus()
+        assert app.search_screen.preview.rendered.file_path != DOC
+        app.search_screen.results.focus()
         await pilot.press("down")
         await settle(pilot)
-        assert app.preview.rendered.file_path == app.results.current.file_path == DOC
+        assert (
+            app.search_screen.preview.rendered.file_path
+            == app.search_screen.results.current.file_path
+            == DOC
+        )
 
 
 async def test_clicking_a_listed_link_follows_it(
@@ -173,15 +186,15 @@ async def test_clicking_a_listed_link_follows_it(
     async with app.run_test(size=(120, 40)) as pilot:
         await ready(pilot)
         await show_doc(pilot, DOC)
-        rendered = app.preview.rendered
+        rendered = app.search_screen.preview.rendered
         row, entry = min(rendered.link_rows.items())
         assert isinstance(entry, LinkEntry)
-        app.preview.scroll_to(y=row - 2, animate=False, immediate=True)
+        app.search_screen.preview.scroll_to(y=row - 2, animate=False, immediate=True)
         await settle(pilot)
-        y = row - int(app.preview.scroll_y) + 1  # + the top border
+        y = row - int(app.search_screen.preview.scroll_y) + 1  # + the top border
         assert await pilot.click("#preview", offset=(6, y))
         await settle(pilot)
-        assert app.preview.rendered.file_path == entry.path
+        assert app.search_screen.preview.rendered.file_path == entry.path
 
 
 async def test_community_filter_restricts_every_search(
@@ -194,9 +207,11 @@ async def test_community_filter_restricts_every_search(
         community = next(c for c in communities if "runbooks/restore-backup.md" in c.documents)
         members = set(community.documents)
         await search(pilot, "backup database")
-        unfiltered = [(e.kind, e.section_id) for e in app.results.entries]
-        unfiltered_total = app.status.state.results
-        assert {e.file_path for e in app.results.entries} - members  # others are found too
+        unfiltered = [(e.kind, e.section_id) for e in app.search_screen.results.entries]
+        unfiltered_total = app.search_screen.status.state.results
+        assert {
+            e.file_path for e in app.search_screen.results.entries
+        } - members  # others are found too
         # apply the filter from the command palette
         await pilot.press("ctrl+p")
         await pilot.press(*"Filter by link community")
@@ -205,27 +220,32 @@ async def test_community_filter_restricts_every_search(
         await settle(pilot)
         assert isinstance(app.screen, PickerScreen)
         await pick(pilot, lambda v: getattr(v, "id", None) == community.id)
-        assert app.community is not None and app.community.id == community.id
-        assert community.label[:20] in str(app.status.render())
-        files = {e.file_path for e in app.results.entries if e.kind != "more"}
+        assert (
+            app.search_screen.community is not None
+            and app.search_screen.community.id == community.id
+        )
+        assert community.label[:20] in str(app.search_screen.status.render())
+        files = {e.file_path for e in app.search_screen.results.entries if e.kind != "more"}
         assert files and files <= members
-        assert app.status.state.results < unfiltered_total
+        assert app.search_screen.status.state.results < unfiltered_total
         # every mode and the grouped view stay inside the community
         for _ in range(3):
             await pilot.press("ctrl+t")
             await settle(pilot)
-            assert {e.file_path for e in app.results.entries if e.kind != "more"} <= members
+            assert {
+                e.file_path for e in app.search_screen.results.entries if e.kind != "more"
+            } <= members
         await pilot.press("ctrl+g")
         await settle(pilot)
-        docs = [e.file_path for e in app.results.entries if e.kind == "doc"]
+        docs = [e.file_path for e in app.search_screen.results.entries if e.kind == "doc"]
         assert docs and set(docs) <= members
         await pilot.press("ctrl+g")
         await settle(pilot)
         # an empty query lists the community's sections
         await search(pilot, "")
-        listed = {e.file_path for e in app.results.entries if e.kind != "more"}
+        listed = {e.file_path for e in app.search_screen.results.entries if e.kind != "more"}
         assert listed and listed <= members
-        assert app.status.state.results == sum(
+        assert app.search_screen.status.state.results == sum(
             len(app.engine.sections(p)) for p in community.documents
         )
         # clearing (ctrl+l, first row) restores the unfiltered results
@@ -234,10 +254,10 @@ async def test_community_filter_restricts_every_search(
         await settle(pilot)
         assert isinstance(app.screen, PickerScreen)
         await pick(pilot, lambda v: v == "clear")
-        assert app.community is None
-        assert "community" not in str(app.status.render())
-        assert [(e.kind, e.section_id) for e in app.results.entries] == unfiltered
-        assert app.status.state.results == unfiltered_total
+        assert app.search_screen.community is None
+        assert "community" not in str(app.search_screen.status.render())
+        assert [(e.kind, e.section_id) for e in app.search_screen.results.entries] == unfiltered
+        assert app.search_screen.status.state.results == unfiltered_total
         # with no filter and no query the idle message is back
         await search(pilot, "")
-        assert not app.results.entries
+        assert not app.search_screen.results.entries

@@ -103,7 +103,7 @@ def build(tmp_path: Path, fake_embedder: Any) -> Any:
         )
         kwargs.setdefault("engine_factory", lambda s: SearchEngine(s, embedder=fake_embedder))
         app = make_app(settings, watch=False, show_timing=False, cursor_blink=False, **kwargs)
-        app.search_debounce = 0.05
+        app.search_screen.search_debounce = 0.05
         return app
 
     return _build
@@ -130,7 +130,7 @@ def searching(text: str, *keys: str) -> Any:
         app = pilot.app
         assert isinstance(app, TuiSearchApp)
         await settle(pilot)
-        app.query_input.value = text
+        app.search_screen.query_input.value = text
         await settle(pilot)
         for key in keys:
             await pilot.press(key)
@@ -221,7 +221,7 @@ def test_first_start_while_indexing(
     async def run_before(pilot: Pilot[Any]) -> None:
         for _ in range(400):
             await pilot.pause(0.02)
-            if app.status.state.indexing.startswith("indexing: embed"):
+            if app.search_screen.status.state.indexing.startswith("indexing: embed"):
                 break
         await pilot.press(*"back")
         await pilot.pause(0.2)

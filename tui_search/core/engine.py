@@ -9,8 +9,8 @@ import re
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -29,7 +29,14 @@ from tui_search.core.lexical import (
     text_analyzer,
 )
 from tui_search.core.ranking import FusionParams, Scored, apply_exact_boost, finalize, fuse
-from tui_search.core.results import DocumentGroup, Hit, IndexStats, SearchResults, Snippet
+from tui_search.core.results import (
+    DocumentGroup,
+    FusionWeights,
+    Hit,
+    IndexStats,
+    SearchResults,
+    Snippet,
+)
 from tui_search.core.softmatch import query_token_weights, soft_match_scores
 from tui_search.core.store import ChunkRecord, FileRecord, vector_key
 from tui_search.core.workspace import Workspace
@@ -238,20 +245,36 @@ class SearchEngine:
         group: bool = False,
         explain: bool = False,
         snippet_chars: int | None = None,
+        scope: Collection[str] | None = None,
+        weights: FusionWeights | None = None,
     ) -> SearchResults:
+        """Rank ``query`` and return one page.
+
+        ``scope`` restricts the search to the sections of these documents (e.g. a link-graph
+        community); with an empty query it lists their sections in document order.
+        ``weights`` overrides the configured fusion weights for this search.
+        """
         started = time.perf_counter()
         plan = self.plan(query) if isinstance(query, str) else query
+        if scope is not None:
+            plan = self._restrict(plan, scope)
+        params = self.fusion
+        if weights is not None:
+            params = replace(
+                params, keyword_weight=weights.keyword_weight, soft_share=weights.soft_share
+            )
         mode = plan.mode or mode
         if mode not in MODES:
             raise QueryError(f"unknown mode {mode!r}; use one of {', '.join(MODES)}")
         if limit < 1:
             raise QueryError("--limit must be at least 1")
         explain = explain or plan.explain
-        query_id = hashlib.sha1(f"{plan.text}\x00{mode}\x00{group}".encode()).hexdigest()[:12]
+        ident = f"{plan.text}\x00{mode}\x00{group}\x00{sorted(scope or ())}\x00{weights}"
+        query_id = hashlib.sha1(ident.encode()).hexdigest()[:12]
         if continuation:
             offset = decode_token(continuation, query_id)
 
-        ranked, weights, fetched = self._rank(plan, mode)
+        ranked, applied, fetched = self._rank(plan, mode, params)
         records = (
             fetched
             if fetched is not None
@@ -263,11 +286,11 @@ class SearchEngine:
             "fixed"
             if plan.fixed_ranking is not None
             else (
-                f"convex(min-max), semantic side {1 - self.fusion.soft_share:g} cosine + "
-                f"{self.fusion.soft_share:g} soft match, exact x{self.fusion.exact_boost}"
+                f"convex(min-max), semantic side {1 - params.soft_share:g} cosine + "
+                f"{params.soft_share:g} soft match, exact x{params.exact_boost}"
             )
-            if self.fusion.soft_share > 0 and isinstance(self.embedder, TokenEmbedder)
-            else f"convex(min-max), exact x{self.fusion.exact_boost}"
+            if params.soft_share > 0 and isinstance(self.embedder, TokenEmbedder)
+            else f"convex(min-max), exact x{params.exact_boost}"
         )
 
         def to_hit(s: Scored) -> Hit:
@@ -278,7 +301,7 @@ class SearchEngine:
                 "boost": round(s.boost, 4),
             }
             if explain:
-                scores = s.explain(weights, fusion_name)
+                scores = s.explain(applied, fusion_name)
             return Hit(
                 section_id=r.section_id,
                 chunk_index=r.chunk_index,
@@ -332,16 +355,49 @@ class SearchEngine:
             next_token=encode_token(query_id, offset + limit) if has_more else None,
             warnings=tuple(plan.warnings),
             terms=tuple(sorted(plan.highlight_terms)),
-            weights=weights,
+            weights=applied,
+            soft_share=params.soft_share if self.soft_matching else 0.0,
         )
+
+    @property
+    def soft_matching(self) -> bool:
+        """Whether the embedder supports soft term matching (the soft-match share applies)."""
+        return isinstance(self.embedder, TokenEmbedder)
+
+    def default_weights(self) -> FusionWeights:
+        """The configured fusion weights (the keyword weight resolved to its tuned default)."""
+        share = self.fusion.soft_share if self.soft_matching else 0.0
+        w = self.fusion.keyword_weight
+        if w is None:
+            w = self.fusion.keyword_weight_soft if share > 0 else self.fusion.keyword_weight_cosine
+        return FusionWeights(keyword_weight=w, soft_share=self.fusion.soft_share)
+
+    def _restrict(self, plan: QueryPlan, scope: Collection[str]) -> QueryPlan:
+        """``plan`` limited to the sections of the ``scope`` documents."""
+        store = self.indexer.store
+        paths = sorted(set(scope))
+        sections = {p: store.chunks_for_path(p) for p in paths}
+        keys = {c.key for chunks in sections.values() for c in chunks}
+        allowed = keys if plan.allowed_keys is None else plan.allowed_keys & keys
+        fixed = plan.fixed_ranking
+        if fixed is not None:
+            fixed = [(k, s) for k, s in fixed if k in allowed]
+        elif not plan.text.strip():
+            # the scope alone: its sections by path, then position, all scored 1
+            fixed = [
+                (c.key, 1.0)
+                for p in paths
+                for c in sorted(sections[p], key=lambda c: (c.line_start, c.chunk_index))
+            ]
+        return replace(plan, allowed_keys=allowed, fixed_ranking=fixed)
 
     def rank(self, plan: QueryPlan, mode: str) -> tuple[list[Scored], tuple[float, float]]:
         """Every result of a plan, best first, scores 0-1."""
-        ranked, weights, _ = self._rank(plan, mode)
+        ranked, weights, _ = self._rank(plan, mode, self.fusion)
         return ranked, weights
 
     def _rank(
-        self, plan: QueryPlan, mode: str
+        self, plan: QueryPlan, mode: str, params: FusionParams
     ) -> tuple[list[Scored], tuple[float, float], dict[str, ChunkRecord] | None]:
         """``rank``, plus the chunk records when the exact-term boost already fetched them
         (so ``search`` does not read the same rows twice)."""
@@ -381,7 +437,7 @@ class SearchEngine:
         if (
             mode != "keyword"
             and plan.semantic_text
-            and self.fusion.soft_share > 0
+            and params.soft_share > 0
             and isinstance(self.embedder, TokenEmbedder)
             and (semantic or keyword)
         ):
@@ -393,7 +449,7 @@ class SearchEngine:
             keyword,
             semantic,
             mode=mode,
-            params=self.fusion,
+            params=params,
             semantic_lookup=lookup,
             weights=plan.weights,
             soft=soft,
@@ -401,7 +457,7 @@ class SearchEngine:
         if plan.identifiers and scored:
             records = self.indexer.store.chunks_by_keys(s.key for s in scored)
             texts = {k: r.content + "\n" + r.heading for k, r in records.items()}
-            apply_exact_boost(scored, texts, plan.identifiers, self.fusion.exact_boost)
+            apply_exact_boost(scored, texts, plan.identifiers, params.exact_boost)
         return order_by_tier(finalize(scored), plan.tiers), weights, records
 
     def _soft_match(self, text: str, keys: Iterable[str]) -> dict[str, float]:

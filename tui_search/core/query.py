@@ -22,7 +22,7 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Union
 
 import numpy as np
@@ -892,13 +892,3 @@ def _listing(
         key=lambda r: (distances.get(r.file_path, 0), r.file_path, r.line_start, r.chunk_index),
     )
     return [(r.key, 1.0 / (1 + distances.get(r.file_path, 0))) for r in ordered]
-
-
-def restrict_to_documents(plan: QueryPlan, engine: SearchEngine, paths: list[str]) -> QueryPlan:
-    """A copy of ``plan`` limited to the sections of ``paths`` (e.g. a link-graph community)."""
-    keys = {ch.key for p in paths for ch in engine.indexer.store.chunks_for_path(p)}
-    allowed = keys if plan.allowed_keys is None else plan.allowed_keys & keys
-    fixed = plan.fixed_ranking
-    if fixed is not None:
-        fixed = [(k, s) for k, s in fixed if k in allowed]
-    return replace(plan, allowed_keys=allowed, fixed_ranking=fixed)

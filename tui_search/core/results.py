@@ -84,6 +84,16 @@ class DocumentGroup:
 
 
 @dataclass(frozen=True)
+class FusionWeights:
+    """The hybrid fusion's two knobs, as the user sets them (``SearchEngine.search(weights=)``)."""
+
+    #: Weight of the keyword arm; the semantic side gets ``1 - keyword_weight``.
+    keyword_weight: float
+    #: Share of the semantic side given to soft term matching (the rest is the cosine).
+    soft_share: float
+
+
+@dataclass(frozen=True)
 class SearchResults:
     query: str
     mode: str
@@ -97,6 +107,8 @@ class SearchResults:
     warnings: tuple[str, ...] = ()
     terms: tuple[str, ...] = ()
     weights: tuple[float, float] = (0.7, 0.3)
+    #: Share of the semantic side given to soft matching in this search (0 = cosine only).
+    soft_share: float = 0.0
 
     @property
     def grouped(self) -> bool:

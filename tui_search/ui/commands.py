@@ -1,4 +1,4 @@
-"""Command palette entries (ctrl+p): reindex, mode, grouping, community filter, theme, help."""
+"""Command palette entries (ctrl+p): reindex, mode, grouping, community filter, weights, theme."""
 
 from __future__ import annotations
 
@@ -10,8 +10,13 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 if TYPE_CHECKING:
     from tui_search.ui.app import TuiSearchApp
+    from tui_search.ui.screens.search import SearchScreen
 
 MODES = ("hybrid", "keyword", "semantic")
+
+
+def set_mode(screen: SearchScreen, mode: str) -> None:
+    screen.mode = mode
 
 
 class SearchCommands(Provider):
@@ -19,35 +24,48 @@ class SearchCommands(Provider):
 
     def _commands(self) -> list[tuple[str, Callable[[], object], str]]:
         app = cast("TuiSearchApp", self.app)
+        screen = app.search_screen
         cmds: list[tuple[str, Callable[[], object], str]] = [
             ("Reindex workspace", app.action_reindex, "Bring the index up to date with the files"),
             (
                 "Grouping: switch flat / by document",
-                app.action_toggle_group,
+                screen.action_toggle_group,
                 "Show results ranked across files, or grouped by document",
             ),
             (
                 "Filter by link community…",
-                app.action_community,
+                screen.action_community,
                 "Restrict every search to a cluster of linked documents (ctrl+l)",
             ),
             (
                 "Links of the previewed document…",
-                app.action_links,
+                screen.action_links,
                 "Follow a link or a backlink of the document in the preview (l)",
+            ),
+            (
+                "Weights: save to the config file",
+                screen.save_weights,
+                "Make the current keyword weight and soft-match share the defaults",
+            ),
+            (
+                "Weights: reset",
+                screen.reset_weights,
+                "Back to the weights in the config file (or the tuned defaults)",
             ),
             ("Help: keys", app.action_help, "Every key binding"),
         ]
-        if app.community is not None:
+        if screen.community is not None:
             cmds.append(
                 (
                     "Clear community filter",
-                    app.clear_community,
+                    screen.clear_community,
                     "Search the whole workspace again",
                 )
             )
         for mode in MODES:
-            cmds.append((f"Mode: {mode}", partial(app.set_mode, mode), f"Search in {mode} mode"))
+            cmds.append(
+                (f"Mode: {mode}", partial(set_mode, screen, mode), f"Search in {mode} mode")
+            )
         for name in sorted(app.available_themes):
             if name.startswith("tui-") or name in app.user_theme_names:
                 cmds.append((f"Theme: {name}", partial(app.set_theme, name), f"Switch to {name}"))

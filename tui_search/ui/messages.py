@@ -1,16 +1,22 @@
-"""Messages the workers post to the app (small dataclasses; progress coalesces)."""
+"""Messages the workers post (small dataclasses; noisy ones coalesce with ``can_replace``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from textual.message import Message
+
+if TYPE_CHECKING:
+    from tui_search.core.engine import SearchEngine
+    from tui_search.core.results import SearchResults
+    from tui_search.ui.render import RenderedPreview
+    from tui_search.ui.search_request import SearchRequest
 
 
 @dataclass
 class EngineReady(Message):
-    engine: Any
+    engine: SearchEngine
 
 
 @dataclass
@@ -40,13 +46,10 @@ class IndexDone(Message):
 
 @dataclass
 class SearchDone(Message):
-    query: str
-    mode: str
-    grouped: bool
-    results: Any  # SearchResults
-    append: bool = False
+    request: SearchRequest
+    results: SearchResults | None
     error: str | None = None
-    scope: int | None = None  # id of the community filter the search ran under
+    append: bool = False  # a further page of the same search
 
 
 @dataclass
@@ -66,5 +69,6 @@ class WatcherBatch(Message):
 
 @dataclass
 class PreviewReady(Message):
-    rendered: Any  # RenderedPreview
-    key: tuple[Any, ...]
+    rendered: RenderedPreview
+    key: tuple[object, ...]
+    keep_scroll: bool = False

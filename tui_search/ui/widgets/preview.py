@@ -1,17 +1,58 @@
-"""The preview pane: pre-rendered lines shown with the Line API (only visible lines are drawn)."""
+"""The preview pane: a rendered window of the shown document, its link history and scroll.
+
+It renders in a thread worker (``render_preview`` reads the file and styles it) and shows the
+result with the Line API, so only visible lines are drawn. What it shows is the selected result
+(``show_hit``) or a document reached by following a link (``follow``); ``back`` returns along
+the followed links.
+"""
 
 from __future__ import annotations
 
-from typing import ClassVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
 
-from textual import events
+from textual import events, work
 from textual.binding import Binding, BindingType
+from textual.color import Color
+from textual.content import Content
 from textual.geometry import Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+from textual.timer import Timer
+from textual.worker import get_current_worker
 
-from tui_search.ui.render import LinkEntry, RenderedPreview, message_lines
+from tui_search.core.chunking import slugify
+from tui_search.core.errors import TuiSearchError
+from tui_search.core.textsafe import sanitize_terminal
+from tui_search.ui.messages import PreviewReady
+from tui_search.ui.render import (
+    DEFAULT_WINDOW,
+    DocumentMeta,
+    LinkEntry,
+    PreviewStyles,
+    RenderedPreview,
+    SectionSpan,
+    message_lines,
+    render_preview,
+)
+
+if TYPE_CHECKING:
+    from tui_search.core.engine import SearchEngine
+    from tui_search.core.results import Hit
+    from tui_search.core.store import FileRecord
+
+PREVIEW_DEBOUNCE = 0.06
+#: How many followed links ``back`` remembers.
+HISTORY_SIZE = 50
+
+
+@dataclass(frozen=True)
+class PreviewTarget:
+    """A document shown in the preview by following a link (not the selected result)."""
+
+    path: str
+    anchor: str = ""  # heading anchor to open at ("" = the top)
 
 
 class PreviewPane(ScrollView, can_focus=True):
@@ -21,8 +62,16 @@ class PreviewPane(ScrollView, can_focus=True):
         Binding("j", "scroll_down", "Down", show=False),
         Binding("k", "scroll_up", "Up", show=False),
         Binding("space", "page_down", "Page down", show=False),
-        Binding("m", "more", "More context", tooltip="Render more of a long document"),
-        Binding("s", "to_section", "To section", tooltip="Scroll back to the selected section"),
+        Binding(
+            "m", "more", "More context", tooltip="Render more of a long document", id="preview-more"
+        ),
+        Binding(
+            "s",
+            "to_section",
+            "To section",
+            tooltip="Scroll back to the selected section",
+            id="preview-to-section",
+        ),
         Binding(
             "backspace,b",
             "back",
@@ -32,12 +81,6 @@ class PreviewPane(ScrollView, can_focus=True):
             id="preview-back",
         ),
     ]
-
-    class MoreRequested(Message):
-        """The user asked to render a wider window of the document."""
-
-    class BackRequested(Message):
-        """The user asked for the document shown before the last followed link."""
 
     class LinkClicked(Message):
         """A row of the preview's link lists was clicked."""
@@ -51,16 +94,252 @@ class PreviewPane(ScrollView, can_focus=True):
         self._lines: list[Strip] = []
         self.rendered: RenderedPreview | None = None
         self._message = ""
+        self.engine: SearchEngine | None = None
+        #: The selected result the preview follows when no link was followed.
+        self._hit: Hit | None = None
+        self._hit_path: str | None = None
+        self._terms: tuple[str, ...] = ()
+        #: A document reached by following a link, shown instead of the selected result.
+        self.followed: PreviewTarget | None = None
+        #: What the preview showed before each followed link (None = the selected result).
+        self.history: list[PreviewTarget | None] = []
+        self.window = DEFAULT_WINDOW
+        self._key: tuple[object, ...] | None = None
+        self._timer: Timer | None = None
+        self._pending = False
+        #: Key of the render on screen (or given up on); differs from ``_key`` while rendering.
+        self._shown_key: tuple[object, ...] | None = None
 
-    def show_rendered(self, rendered: RenderedPreview, *, keep_scroll: bool = False) -> None:
+    # -- what to show ------------------------------------------------------------------
+    def show_hit(
+        self,
+        hit: Hit | None,
+        file_path: str | None,
+        terms: tuple[str, ...],
+        *,
+        keep_followed: bool = False,
+    ) -> None:
+        """Show the selected result (debounced). A followed link is forgotten unless
+        ``keep_followed`` (the same results were refreshed, nothing new was chosen)."""
+        self._hit, self._hit_path, self._terms = hit, file_path, terms
+        if not keep_followed:
+            self.followed = None
+            self.history.clear()
+        self.schedule()
+
+    def clear(self, message: str) -> None:
+        self._hit = self._hit_path = None
+        self.followed = None
+        self.history.clear()
+        self._key = None
+        self.border_title = "Preview"
+        self.border_subtitle = ""
+        self.show_message(message)
+
+    def invalidate(self, paths: list[str] | None = None) -> None:
+        """Render again on the next update (if it shows one of ``paths``, or in any case)."""
+        if paths is None or (self.rendered is not None and self.rendered.file_path in paths):
+            self._key = None
+
+    def follow(self, entry: LinkEntry | None) -> None:
+        """Show the linked document (at its anchor); the results stay as they are."""
+        if entry is None or entry.path is None or self.engine is None:
+            return
+        self.history.append(self.followed)
+        del self.history[:-HISTORY_SIZE]
+        self.followed = PreviewTarget(entry.path, entry.anchor if entry.direction == "to" else "")
+        self._key = None
+        self.update_preview()
+        self.focus()
+
+    def action_back(self) -> None:
+        if not self.history:
+            self.notify("No previous document: follow a link with l first.", timeout=2)
+            return
+        self.followed = self.history.pop()
+        self._key = None
+        self.update_preview()
+
+    def shown_location(self) -> tuple[str, int, str | None] | None:
+        """(file, line, section id) of what is shown: the result or a followed link."""
+        if self.followed is not None:
+            rendered = self.rendered
+            if rendered is None or rendered.file_path != self.followed.path:
+                return None
+            return (rendered.file_path, rendered.section_line or 1, rendered.section_id)
+        if self._hit is None:
+            return None
+        return (self._hit.file_path, self._hit.line_start, self._hit.section_id)
+
+    # -- rendering -----------------------------------------------------------------------
+    @property
+    def busy(self) -> bool:
+        """A debounced render is pending, or a render is not on screen yet."""
+        return self._pending or (self._key is not None and self._key != self._shown_key)
+
+    def schedule(self) -> None:
+        if self._timer is not None:
+            self._timer.stop()
+        self._pending = True
+        self._timer = self.set_timer(PREVIEW_DEBOUNCE, self._fire)
+
+    def _fire(self) -> None:
+        self._pending = False
+        self.update_preview()
+
+    def update_preview(self, *, keep_scroll: bool = False) -> None:
+        anchor = ""
+        selected: SectionSpan | None = None
+        selected_key: str | None = None
+        if self.followed is not None:
+            path: str | None = self.followed.path
+            anchor = self.followed.anchor
+        else:
+            path = self._hit_path
+            if self._hit is not None:
+                hit = self._hit
+                selected = SectionSpan(hit.section_id, hit.line_start, hit.line_end)
+                selected_key = hit.key
+        if path is None or self.engine is None:
+            return
+        width = max(20, self.scrollable_content_region.width - 1)
+        key = (path, selected_key, anchor, width, self.window, self.app.theme, self._terms)
+        if key == self._key:
+            return
+        self._key = key
+        self._render_worker(
+            key, path, selected, anchor, self._terms, width, self.styles_from_theme(), keep_scroll
+        )
+
+    def styles_from_theme(self) -> PreviewStyles:
+        variables = self.app.get_css_variables()
+        background = Color.parse(variables.get("background", "#000000"))
+
+        def hex_of(name: str, fallback: str) -> str:
+            try:
+                color = Color.parse(variables.get(name, fallback))
+            except Exception:  # noqa: BLE001
+                color = Color.parse(fallback)
+            if color.a < 1:
+                color = background + color
+            return color.hex
+
+        return PreviewStyles(
+            primary=hex_of("primary", "#5FA8D3"),
+            accent=hex_of("accent", "#F2B35E"),
+            muted=hex_of("text-muted", "#8A93A0"),
+            match_fg=hex_of("match-highlight", "#F2B35E"),
+            match_bg=hex_of("match-background", "#4A3A1A"),
+            marker=hex_of("section-marker", "#5FA8D3"),
+            dark=self.app.current_theme.dark,
+        )
+
+    @work(thread=True, exclusive=True, group="preview", exit_on_error=False, description="preview")
+    def _render_worker(
+        self,
+        key: tuple[object, ...],
+        path: str,
+        selected: SectionSpan | None,
+        anchor: str,
+        terms: tuple[str, ...],
+        width: int,
+        styles: PreviewStyles,
+        keep_scroll: bool,
+    ) -> None:
+        worker = get_current_worker()
+        engine = self.engine
+        assert engine is not None
+        try:
+            rendered = self._read_and_render(engine, path, selected, anchor, terms, width, styles)
+        except Exception as exc:  # noqa: BLE001 - shown in the pane
+            error = str(exc) if isinstance(exc, TuiSearchError) else f"{type(exc).__name__}: {exc}"
+            if not worker.is_cancelled:
+                self.app.call_from_thread(self._failed, key, error)
+            return
+        if not worker.is_cancelled:
+            self.post_message(PreviewReady(rendered, key, keep_scroll))
+
+    def _read_and_render(
+        self,
+        engine: SearchEngine,
+        path: str,
+        selected: SectionSpan | None,
+        anchor: str,
+        terms: tuple[str, ...],
+        width: int,
+        styles: PreviewStyles,
+    ) -> RenderedPreview:
+        """Read and render ``path`` (worker thread)."""
+        text = engine.read_document(path)
+        record = engine.file(path)
+        sections = [
+            SectionSpan(c.section_id, c.line_start, c.line_end) for c in engine.sections(path)
+        ]
+        if selected is None and anchor:
+            selected = section_for_anchor(sections, anchor)
+        meta = DocumentMeta(title=path)
+        if record is not None:
+            links_to, linked_from = link_entries(engine, path, record)
+            meta = DocumentMeta(
+                title=record.title,
+                tags=tuple(record.tags),
+                links_to=links_to,
+                linked_from=linked_from,
+            )
+        return render_preview(
+            text,
+            file_path=path,
+            width=width,
+            sections=sections,
+            selected=selected,
+            terms=terms,
+            meta=meta,
+            styles=styles,
+            window=self.window,
+        )
+
+    def on_preview_ready(self, message: PreviewReady) -> None:
+        message.stop()
+        if message.key != self._key:
+            return
+        rendered = message.rendered
+        self.show_rendered(rendered, keep_scroll=message.keep_scroll, key=message.key)
+        via = " (followed link)" if self.followed is not None else ""
+        self.border_title = Content(f"Preview — {sanitize_terminal(rendered.file_path)}{via}")
+        notes = []
+        if rendered.truncated:
+            start, end = rendered.window
+            notes.append(f"lines {start}–{end} of {rendered.total_lines} · m more")
+        if self.history:
+            notes.append("backspace back")
+        self.border_subtitle = " · ".join(notes)
+
+    def _failed(self, key: tuple[object, ...], error: str) -> None:
+        if key == self._key:
+            self._shown_key = key
+            self.show_message(f"Cannot show this document: {error}")
+
+    # -- drawing -------------------------------------------------------------------------
+    def show_rendered(
+        self,
+        rendered: RenderedPreview,
+        *,
+        keep_scroll: bool = False,
+        key: tuple[object, ...] | None = None,
+    ) -> None:
         previous = self.scroll_y
         self.rendered = rendered
         self._message = ""
         self._lines = rendered.lines
         self.virtual_size = Size(rendered.width, len(self._lines))
         target = previous if keep_scroll else max(0, rendered.section_top - 1)
+
         # after the refresh: the new virtual size must be in place before scrolling is clamped
-        self.call_after_refresh(self.scroll_to, x=0, y=target, animate=False, immediate=True)
+        def scroll() -> None:
+            self.scroll_to(x=0, y=target, animate=False, immediate=True)
+            self._shown_key = key
+
+        self.call_after_refresh(scroll)
         self.refresh()
 
     def show_message(self, message: str) -> None:
@@ -86,12 +365,10 @@ class PreviewPane(ScrollView, can_focus=True):
 
     def action_more(self) -> None:
         if self.rendered is not None and self.rendered.truncated:
-            self.post_message(self.MoreRequested())
+            self.window *= 2
+            self.update_preview()
         else:
             self.notify("The whole document is shown.", timeout=2)
-
-    def action_back(self) -> None:
-        self.post_message(self.BackRequested())
 
     def on_click(self, event: events.Click) -> None:
         if self.rendered is None:
@@ -104,6 +381,10 @@ class PreviewPane(ScrollView, can_focus=True):
             event.stop()
             self.post_message(self.LinkClicked(entry))
 
+    def on_preview_pane_link_clicked(self, event: LinkClicked) -> None:
+        event.stop()
+        self.follow(event.entry)
+
     def action_to_section(self) -> None:
         if self.rendered is not None:
             self.scroll_to(y=max(0, self.rendered.section_top - 1), animate=False)
@@ -112,3 +393,45 @@ class PreviewPane(ScrollView, can_focus=True):
     def text_lines(self) -> list[str]:
         """Plain text of the rendered lines (for tests)."""
         return [s.text for s in self._lines]
+
+
+def section_for_anchor(sections: list[SectionSpan], anchor: str) -> SectionSpan | None:
+    """The section a link's ``#anchor`` names (its id is ``<doc>:<slug>``), if any."""
+    wanted = {anchor.strip().lower(), slugify(anchor)}
+    for section in sections:
+        if section.section_id.partition(":")[2] in wanted:
+            return section
+    return None
+
+
+def link_entries(
+    engine: SearchEngine, path: str, record: FileRecord
+) -> tuple[tuple[LinkEntry, ...], tuple[LinkEntry, ...]]:
+    """Links to / linked from ``path`` (worker thread: the graph may be rebuilt here)."""
+    try:
+        graph = engine.graph()
+        resolved = [(r.link, r.target) for r in graph.links_of(path)]
+        backlinks = [LinkEntry("from", p, graph.title(p)) for p in graph.linked_from(path)]
+        title_of = graph.title
+    except Exception:  # noqa: BLE001 - no graph: list the links as written, unresolved
+        resolved = [(link, None) for link in record.links]
+        backlinks = []
+
+        def title_of(p: str) -> str:
+            return p
+
+    links_to: list[LinkEntry] = []
+    seen: set[tuple[str | None, str, str]] = set()
+    for link, target in resolved:
+        if target == path:
+            continue  # an in-page anchor: not a link to another document
+        written = link.target + (f"#{link.anchor}" if link.anchor else "")
+        ident = (target, link.anchor if target else "", written if target is None else "")
+        if ident in seen:
+            continue
+        seen.add(ident)
+        if target is None:
+            links_to.append(LinkEntry("to", None, text=written))
+        else:
+            links_to.append(LinkEntry("to", target, title_of(target), link.anchor, link.text))
+    return tuple(links_to), tuple(backlinks)

@@ -1,19 +1,25 @@
-"""The results pane: a virtualised OptionList of hits (flat) or documents with passages."""
+"""The results pane: a virtualised OptionList of hits (flat) or documents with passages.
+
+The list owns what is selected (kept across re-runs of a query by section id, then file) and
+how results are laid out (flat or grouped by document).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from textual.binding import Binding, BindingType
 from textual.content import Content
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
-from tui_search.core.results import DocumentGroup, Hit, Snippet
+from tui_search.core.results import DocumentGroup, Hit, SearchResults, Snippet
 from tui_search.core.textsafe import sanitize_terminal
 
 SNIPPET_CHARS = 200
+#: What identifies a selection across re-runs: (section id, file path).
+Selection: TypeAlias = tuple[str | None, str | None]
 
 
 @dataclass(frozen=True)
@@ -97,8 +103,15 @@ class ResultsList(OptionList):
         super().__init__(**kwargs)
         self.entries: list[Entry] = []
 
-    def show_results(self, results: Any, *, append: bool = False) -> None:
-        """Fill from SearchResults (flat or grouped); ``append`` adds a further page."""
+    def show_results(
+        self, results: SearchResults, *, append: bool = False, keep: Selection | None = None
+    ) -> None:
+        """Fill from SearchResults (flat or grouped); ``append`` adds a further page.
+
+        The highlight stays where it was on ``append``, moves to ``keep`` (a section, else its
+        document) when it is still listed, and is on the first row otherwise.
+        """
+        previous = self.highlighted if append else None
         entries: list[Entry] = []
         options: list[Option] = []
         if results.documents is not None:
@@ -126,6 +139,23 @@ class ResultsList(OptionList):
             self.add_option(
                 Option(Content.styled("… more results (move here to load)", "italic $text-muted"))
             )
+        if not self.entries:
+            return
+        index = 0
+        if previous is not None:
+            index = previous
+        elif keep is not None:
+            found = self.index_for(*keep)
+            index = found if found is not None else 0
+        self.highlighted = index
+        self.scroll_to_highlight()
+
+    def selection(self) -> Selection | None:
+        """What is selected, to find it again after the results change."""
+        entry = self.current
+        if entry is None:
+            return None
+        return (entry.section_id, entry.file_path)
 
     def clear_results(self) -> None:
         self.entries = []

@@ -20,6 +20,7 @@ class StatusState:
     took_ms: float | None = None
     error: str = ""
     community: str = ""  # the active community filter ("" = none)
+    weights: str = ""  # the fusion weights in use, e.g. "kw 0.40 soft 0.75" ("" = not shown)
 
 
 class StatusLine(Static):
@@ -54,6 +55,8 @@ class StatusLine(Static):
         if not (s.indexing and s.watcher == "off"):  # keep the line short while indexing
             parts.append(Content.assemble("watcher: ", (s.watcher, watcher_style)))
         parts.append(Content.assemble("mode: ", (s.mode, "bold $accent")))
+        if s.weights and s.mode == "hybrid":  # the weights only matter in hybrid mode
+            parts.append(Content.styled(s.weights, "$secondary"))
         parts.append(Content.styled("grouped" if s.grouped else "flat", "$primary"))
         if s.results is not None:
             found = f"{s.results} result{'s' if s.results != 1 else ''}"
