@@ -230,3 +230,18 @@ def test_first_start_while_indexing(
         assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
     finally:
         gate.set()
+
+
+@pytest.mark.parametrize("theme", ["tui-dark", "tui-light", "tui-high-contrast"])
+def test_explain_view(snap_compare: Any, workspace: Path, build: Any, theme: str) -> None:
+    assert snap_compare(
+        build(workspace, theme=theme),
+        terminal_size=SIZE,
+        run_before=searching("backup lumenctl", "f2", "down"),
+    )
+
+
+def test_operators_line(snap_compare: Any, workspace: Path, build: Any) -> None:
+    assert snap_compare(
+        build(workspace), terminal_size=SIZE, run_before=searching("#database backup mode:fast")
+    )

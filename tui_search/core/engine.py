@@ -28,6 +28,7 @@ from tui_search.core.lexical import (
     plain_query,
     text_analyzer,
 )
+from tui_search.core.query import applied_operators
 from tui_search.core.ranking import FusionParams, Scored, apply_exact_boost, finalize, fuse
 from tui_search.core.results import (
     DocumentGroup,
@@ -357,6 +358,7 @@ class SearchEngine:
             terms=tuple(sorted(plan.highlight_terms)),
             weights=applied,
             soft_share=params.soft_share if self.soft_matching else 0.0,
+            operators=applied_operators(plan.text),
         )
 
     @property

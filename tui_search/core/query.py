@@ -892,3 +892,29 @@ def _listing(
         key=lambda r: (distances.get(r.file_path, 0), r.file_path, r.line_start, r.chunk_index),
     )
     return [(r.key, 1.0 / (1 + distances.get(r.file_path, 0))) for r in ordered]
+
+
+def applied_operators(text: str) -> tuple[str, ...]:
+    """The operators a query uses, as written (``tag:ops``, ``mode:keyword``, ``-word``), for
+    showing with the results; () for plain text or text that does not parse."""
+    try:
+        tokens = tokenize(text)
+        if not is_structured(tokens):
+            return ()
+        ast = _Parser(tokens).parse()
+        tree, _ = extract_directives(ast)  # raises where compile_query falls back to literal
+    except QuerySyntaxError:
+        return ()
+    if only_excluded_text(normalize(tree) if tree is not None else None):
+        return ()
+    out: list[str] = []
+    excluded: list[Node] = [n.child for n in iter_nodes(ast) if isinstance(n, Not)]
+    excluded += [c for n in iter_nodes(ast) if isinstance(n, Seq) for c in n.must_not]
+    for node in iter_nodes(ast):
+        if isinstance(node, Field):
+            written = f"#{node.value}" if node.name == "tag" else f"{node.name}:{node.value}"
+            out.append(("-" if node in excluded else "") + written)
+    for node in excluded:
+        if isinstance(node, (Word, Phrase)):
+            out.append(f"-{node.text}" if isinstance(node, Word) else f'-"{node.text}"')
+    return tuple(dict.fromkeys(out))

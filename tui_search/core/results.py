@@ -27,6 +27,64 @@ class Snippet:
         return "".join(out)
 
 
+def _num(value: Any, default: float = 0.0) -> float:
+    return float(value) if isinstance(value, int | float) else default
+
+
+def _rank(value: Any) -> int | None:
+    return int(value) if isinstance(value, int) else None
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """Why a hit ranks where it does (``search(explain=True)``): each arm's raw score, rank and
+    normalised score, the boost, the fusion weights, and the final relevance."""
+
+    keyword: float
+    keyword_norm: float
+    keyword_rank: int | None
+    cosine: float
+    cosine_norm: float
+    cosine_rank: int | None
+    soft_match: float
+    soft_match_norm: float
+    boost: float
+    identifiers: tuple[str, ...]
+    keyword_weight: float
+    semantic_weight: float
+    #: Share of the semantic side given to the soft match (0 = the cosine alone).
+    soft_share: float
+    fusion: str
+    relevance: float
+
+    @classmethod
+    def from_scores(cls, scores: dict[str, Any], soft_share: float) -> Explanation | None:
+        """Read ``Hit.scores`` of an explained search; None when it was not explained."""
+        if "keyword_rank" not in scores:
+            return None
+        weights = scores.get("weights")
+        weights = weights if isinstance(weights, dict) else {}
+        ids = scores.get("matched_identifiers")
+        fusion = str(scores.get("fusion", ""))
+        return cls(
+            keyword=_num(scores.get("keyword")),
+            keyword_norm=_num(scores.get("keyword_norm")),
+            keyword_rank=_rank(scores.get("keyword_rank")),
+            cosine=_num(scores.get("semantic")),
+            cosine_norm=_num(scores.get("semantic_norm")),
+            cosine_rank=_rank(scores.get("semantic_rank")),
+            soft_match=_num(scores.get("soft_match")),
+            soft_match_norm=_num(scores.get("soft_match_norm")),
+            boost=_num(scores.get("boost"), 1.0),
+            identifiers=tuple(str(i) for i in ids) if isinstance(ids, list) else (),
+            keyword_weight=_num(weights.get("keyword")),
+            semantic_weight=_num(weights.get("semantic")),
+            soft_share=soft_share if "soft match" in fusion else 0.0,
+            fusion=fusion,
+            relevance=_num(scores.get("relevance")),
+        )
+
+
 @dataclass(frozen=True)
 class Hit:
     section_id: str
@@ -109,6 +167,12 @@ class SearchResults:
     weights: tuple[float, float] = (0.7, 0.3)
     #: Share of the semantic side given to soft matching in this search (0 = cosine only).
     soft_share: float = 0.0
+    #: Query-language operators applied (``tag:ops``, ``mode:keyword``, ``-word``, ...).
+    operators: tuple[str, ...] = ()
+
+    def explanation(self, hit: Hit) -> Explanation | None:
+        """Why ``hit`` (one of these results) ranks where it does, if the search explained."""
+        return Explanation.from_scores(hit.scores, self.soft_share)
 
     @property
     def grouped(self) -> bool:

@@ -29,6 +29,7 @@ from tui_search.core.textsafe import sanitize_terminal
 from tui_search.ui.messages import SearchDone
 from tui_search.ui.screens.picker import community_picker, links_picker
 from tui_search.ui.search_request import SearchRequest
+from tui_search.ui.widgets.explain import ExplainPanel
 from tui_search.ui.widgets.preview import PreviewPane
 from tui_search.ui.widgets.results import ResultsList, Selection
 from tui_search.ui.widgets.status import StatusLine
@@ -78,6 +79,7 @@ class SearchScreen(Screen[None]):
         Binding("y", "copy_id", "Copy id", id="copy-id"),
         Binding("l", "links", "Links", id="links"),
         Binding("ctrl+l", "community", "Community", priority=True, id="community"),
+        Binding("f2", "toggle_explain", "Explain", id="explain"),
         Binding("f5", "keyword_weight(-1)", "kw−", show=False, id="keyword-weight-down"),
         Binding("f6", "keyword_weight(1)", "kw+", show=False, id="keyword-weight-up"),
         Binding("f7", "soft_share(-1)", "soft−", show=False, id="soft-share-down"),
@@ -92,6 +94,8 @@ class SearchScreen(Screen[None]):
     community: var[Community | None] = var(None, init=False)
     #: The fusion weights in use (None until the engine is open: then its configured ones).
     weights: var[FusionWeights | None] = var(None, init=False)
+    #: The explain view (why the selected result ranks) is shown.
+    explaining: var[bool] = var(False, init=False)
 
     def __init__(self) -> None:
         super().__init__()
@@ -122,8 +126,10 @@ class SearchScreen(Screen[None]):
             )
         with Horizontal(id="panes"):
             with Vertical(id="results-pane"):
+                yield Static("", id="results-info")
                 yield ResultsList(id="results")
                 yield Static("", id="results-message")
+                yield ExplainPanel("", id="explain")
             yield PreviewPane(id="preview")
         with Horizontal(id="status-bar"):
             yield ProgressBar(id="progress", show_eta=False, show_percentage=True)
@@ -150,6 +156,8 @@ class SearchScreen(Screen[None]):
         self.query_one("#results-pane").border_title = "Results"
         self.preview.border_title = "Preview"
         self.query_one("#progress", ProgressBar).display = False
+        self.query_one("#results-info").display = False
+        self.query_one("#explain").display = False
         self.query_input.cursor_blink = self.tui.cursor_blink
         self.query_input.focus()
         self.app.theme_changed_signal.subscribe(self, self._theme_changed)
@@ -191,6 +199,40 @@ class SearchScreen(Screen[None]):
         soft = engine.soft_matching if engine is not None else False
         self.status.update_state(weights=weights_label(weights, soft))
         self.rerun()
+
+    def watch_explaining(self, explaining: bool) -> None:
+        self.query_one("#explain").display = explaining
+        self._update_explain()
+
+    def action_toggle_explain(self) -> None:
+        self.explaining = not self.explaining
+
+    def _update_explain(self) -> None:
+        if not self.explaining:
+            return
+        entry = self.results.current
+        hit = entry.preview_hit if entry is not None else None
+        results = self.last_results
+        why = results.explanation(hit) if results is not None and hit is not None else None
+        position = self.results.highlighted if entry is not None and entry.kind == "hit" else None
+        if results is not None and results.grouped:
+            position = None
+        self.query_one("#explain", ExplainPanel).show(hit, why, position)
+
+    def _update_info(self, results: SearchResults | None) -> None:
+        """Operators applied and query warnings, shown above the results."""
+        info = self.query_one("#results-info", Static)
+        parts: list[Content] = []
+        if results is not None and results.operators:
+            ops = "  ".join(sanitize_terminal(o).replace("\n", " ") for o in results.operators)
+            parts.append(Content.assemble(("applied ", "$text-muted"), (ops, "bold $accent")))
+        for warning in results.warnings if results is not None else ():
+            parts.append(
+                Content.styled(f"⚠ {sanitize_terminal(warning).replace(chr(10), ' ')}", "$warning")
+            )
+        info.display = bool(parts)
+        if parts:
+            info.update(Content("\n").join(parts))
 
     # -- engine and index events (called by the app) -------------------------------------
     def engine_ready(self, engine: SearchEngine) -> None:
@@ -245,6 +287,7 @@ class SearchScreen(Screen[None]):
 
     def show_idle(self) -> None:
         self.results.clear_results()
+        self._update_info(None)
         self.status.update_state(results=None, took_ms=None)
         docs = self.status.state.documents
         if self.tui.engine_error:
@@ -361,6 +404,7 @@ class SearchScreen(Screen[None]):
             return  # stale: the query, mode, grouping, community or weights changed since
         if message.error or message.results is None:
             self.results.clear_results()
+            self._update_info(None)
             self.status.update_state(results=None, took_ms=None)
             self.set_results_message(
                 Content.assemble(
@@ -374,6 +418,8 @@ class SearchScreen(Screen[None]):
         self.last_results = results
         for warning in results.warnings:
             self.notify(sanitize_terminal(warning), title="Query", severity="warning", timeout=5)
+        if not message.append:
+            self._update_info(results)
         keep, self._keep = self._keep, None
         self.results.show_results(results, append=message.append, keep=keep)
         self.status.update_state(results=results.total_results, took_ms=results.took_ms)
@@ -426,6 +472,7 @@ class SearchScreen(Screen[None]):
     def _selection_changed(self, *, keep_followed: bool = False) -> None:
         entry = self.results.current
         terms = self.last_results.terms if self.last_results is not None else ()
+        self._update_explain()
         if entry is None:
             return
         self.preview.show_hit(

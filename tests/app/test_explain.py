@@ -1,0 +1,67 @@
+"""The explain view (f2) and the applied operators / warnings line above the results."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from apphelpers import AppFactory, ready, search, settle
+
+from tui_search.core.results import Explanation
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_explain_view_follows_the_selection(
+    workspace: Path, app_factory: AppFactory
+) -> None:
+    app = app_factory(workspace)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        screen = app.search_screen
+        await search(pilot, "backup")
+        panel = app.query_one("#explain")
+        assert not panel.display
+        await pilot.press("f2")
+        await settle(pilot)
+        assert panel.display
+        text = str(panel.visual)
+        results = screen.last_results
+        assert results is not None
+        first = results.hits[0]
+        why = results.explanation(first)
+        assert isinstance(why, Explanation)
+        assert "Why result 1 ranks" in text and first.file_path in text
+        assert f"{why.relevance:4.2f}" in text and "keyword" in text and "cosine" in text
+        assert f"× {why.keyword_weight:.2f}" in text
+        await pilot.press("down")
+        await settle(pilot)
+        text = str(panel.visual)
+        assert "Why result 2 ranks" in text and results.hits[1].file_path in text
+        # weights change: the view shows the new weights after the re-rank
+        await pilot.press("f5")
+        await settle(pilot)
+        assert screen.last_results is not None
+        weight = screen.last_results.weights[0]
+        assert f"keyword {weight:.2f}" in str(panel.visual)
+        await pilot.press("f2")
+        await settle(pilot)
+        assert not panel.display
+
+
+async def test_operators_and_warnings_show_with_the_results(
+    workspace: Path, app_factory: AppFactory
+) -> None:
+    app = app_factory(workspace)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        info = app.query_one("#results-info")
+        await search(pilot, "backup")
+        assert not info.display
+        await search(pilot, "#database restore -cooking")
+        assert info.display
+        text = str(info.visual)
+        assert "#database" in text and "-cooking" in text
+        await search(pilot, "restore mode:fast")
+        assert info.display and "⚠" in str(info.visual)
+        assert "literally" in str(info.visual)

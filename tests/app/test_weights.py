@@ -1,0 +1,76 @@
+"""Live fusion weights: keys step them, results re-rank, the status bar and memory follow."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+from apphelpers import AppFactory, ready, search, settle
+
+from tui_search.config import user_config_dir
+from tui_search.core.results import FusionWeights
+from tui_search.ui.memory import WorkspaceMemory
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_weight_keys_rerank_and_are_remembered(
+    workspace: Path, app_factory: AppFactory
+) -> None:
+    app = app_factory(workspace)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        screen = app.search_screen
+        await search(pilot, "backup database")
+        start = screen.weights
+        assert start is not None and start.keyword_weight == pytest.approx(0.8)
+        assert "kw 0.80" in str(screen.status.visual)
+        before = screen.last_results
+        assert before is not None
+        await pilot.press("f5", "f5")
+        await settle(pilot)
+        assert screen.weights == FusionWeights(0.7, start.soft_share)
+        assert "kw 0.70" in str(screen.status.visual)
+        after = screen.last_results
+        assert after is not None and after is not before
+        # the search really ran with the new weight (explain shows the applied weights)
+        assert after.weights[0] == pytest.approx(0.7) or after.weights[0] <= 0.4  # adaptive
+        hit = after.hits[0]
+        assert hit.scores["weights"]["keyword"] == pytest.approx(after.weights[0], abs=1e-3)
+        await pilot.press("f6", "f6", "f6", "f6", "f6", "f6", "f6")
+        await settle(pilot)
+        assert screen.weights is not None and screen.weights.keyword_weight == 1.0  # clamped
+        # keyword mode: the weights are not shown
+        await pilot.press("ctrl+t")
+        await settle(pilot)
+        assert "kw 1.00" not in str(screen.status.visual)
+    assert WorkspaceMemory(workspace).weights() == FusionWeights(1.0, start.soft_share)
+    # a new session in the same workspace starts with the remembered weights
+    again = app_factory(workspace)
+    async with again.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        assert again.search_screen.weights == FusionWeights(1.0, start.soft_share)
+        again.search_screen.reset_weights()
+        await settle(pilot)
+        assert again.search_screen.weights == start
+    assert WorkspaceMemory(workspace).weights() is None
+
+
+async def test_save_weights_writes_the_config_file(
+    workspace: Path, app_factory: AppFactory
+) -> None:
+    config = user_config_dir() / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text('theme = "tui-dark"\n\n[keymap]\nhelp = "f12"\n', encoding="utf-8")
+    app = app_factory(workspace)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        await pilot.press("f5")
+        await settle(pilot)
+        app.search_screen.save_weights()
+        await settle(pilot)
+    data = tomllib.loads(config.read_text(encoding="utf-8"))
+    assert data["keyword_weight"] == pytest.approx(0.75)
+    assert data["soft_match_share"] == pytest.approx(0.75)
+    assert data["theme"] == "tui-dark" and data["keymap"] == {"help": "f12"}

@@ -1,0 +1,121 @@
+"""The explain view: why the selected result ranks where it does, as aligned figures and bars.
+
+Each arm's raw score and rank, its normalised score as a bar (0-1), the weight it gets in the
+fusion, the exact-identifier boost and the final relevance. Colours are theme variables, so the
+view reads the same in every theme; the bars carry the figures too, never colour alone.
+"""
+
+from __future__ import annotations
+
+from textual.content import Content
+from textual.widgets import Static
+
+from tui_search.core.results import Explanation, Hit
+from tui_search.core.textsafe import sanitize_terminal
+
+BAR_WIDTH = 10
+
+
+def bar(value: float, style: str, width: int = BAR_WIDTH) -> Content:
+    """A horizontal bar for a 0-1 value, in eighths of a cell."""
+    value = min(1.0, max(0.0, value))
+    eighths = round(value * width * 8)
+    full, part = divmod(eighths, 8)
+    partial = " ▏▎▍▌▋▊▉"[part] if part else ""
+    filled = "█" * full + partial
+    return Content.assemble((filled, style), ("·" * (width - len(filled)), "$text-muted"))
+
+
+def _rank(rank: int | None) -> str:
+    return f"#{rank}" if rank is not None else "—"
+
+
+def explain_content(hit: Hit, why: Explanation | None, position: int | None) -> Content:
+    """The explain view of one hit (``why`` None: the search was not explained)."""
+    where = sanitize_terminal(f"{hit.file_path}:{hit.line_start}").replace("\n", " ")
+    title = f"Why result {position + 1} ranks" if position is not None else "Why it ranks"
+    head = Content.assemble((title, "bold $accent"), "  ", (where, "$text-muted"))
+    if why is None:
+        return Content("\n").join([head, Content.styled("No scores for this result.", "$warning")])
+    if why.fusion == "fixed":
+        return Content("\n").join(
+            [
+                head,
+                Content.styled(
+                    "Listed by a graph or filter operator, not scored: relevance "
+                    f"{why.relevance:.2f}",
+                    "$text-muted",
+                ),
+            ]
+        )
+    sem = why.semantic_weight
+    cosine_w = sem * (1.0 - why.soft_share)
+    soft_w = sem * why.soft_share
+    rows: list[Content] = [head]
+
+    def row(label: str, raw: str, rank: str, norm: float, style: str, weight: str) -> None:
+        rows.append(
+            Content.assemble(
+                (f"{label:<10}", "bold"),
+                f"{raw:>7}",
+                (f" {rank:>4} ", "$text-muted"),
+                bar(norm, style),
+                f" {norm:4.2f}",
+                (f" {weight}", "$text-muted"),
+            )
+        )
+
+    row(
+        "keyword",
+        f"{why.keyword:.2f}",
+        _rank(why.keyword_rank),
+        why.keyword_norm,
+        "$primary",
+        f"× {why.keyword_weight:.2f}",
+    )
+    row(
+        "cosine",
+        f"{why.cosine:.3f}",
+        _rank(why.cosine_rank),
+        why.cosine_norm,
+        "$secondary",
+        f"× {cosine_w:.2f}",
+    )
+    if why.soft_share > 0:
+        row(
+            "soft match",
+            f"{why.soft_match:.3f}",
+            "",
+            why.soft_match_norm,
+            "$accent",
+            f"× {soft_w:.2f}",
+        )
+    boost = (
+        f"×{why.boost:.2f}  exact: " + ", ".join(sanitize_terminal(i) for i in why.identifiers)
+        if why.identifiers
+        else "none"
+    )
+    rows.append(Content.assemble(("boost     ", "bold"), (f"{boost}", "$text-muted")))
+    rows.append(
+        Content.assemble(
+            (f"{'final':<10}", "bold"),
+            " " * 13,
+            bar(why.relevance, "$success"),
+            (f" {why.relevance:4.2f}", "bold"),
+        )
+    )
+    weights = f"weights: keyword {why.keyword_weight:.2f} · semantic {sem:.2f}"
+    if why.soft_share > 0:
+        weights += f" (cosine {1 - why.soft_share:.2f} / soft {why.soft_share:.2f})"
+    rows.append(Content.styled(weights, "$text-muted"))
+    return Content("\n").join(rows)
+
+
+class ExplainPanel(Static):
+    """Shown under the results when the explain view is on."""
+
+    def show(self, hit: Hit | None, why: Explanation | None, position: int | None) -> None:
+        if hit is None:
+            self.update(Content.styled("Select a result to see why it ranks.", "$text-muted"))
+        else:
+            self.update(explain_content(hit, why, position))
