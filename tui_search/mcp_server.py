@@ -131,7 +131,7 @@ class ReadPart(BaseModel):
 class ReadReply(BaseModel):
     file_path: str
     title: str
-    target: str | None
+    target: str | None = Field(default=None, description="The section id read (none: document)")
     context: str
     included: list[str] = Field(description="Section ids included, in reading order")
     parts: list[ReadPart]
