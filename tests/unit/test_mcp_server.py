@@ -11,6 +11,7 @@ import io
 import json
 import os
 import shutil
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -441,24 +442,24 @@ def test_edit_is_seen_within_two_seconds_and_stale_cursors(h: Harness) -> None:
     assert after["hits"]
 
 
-# -- the real thing: a subprocess over stdio ------------------------------------------------
-def _command() -> list[str]:
-    exe = Path(sys.executable).with_name("tui-search")
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", "tui_search.cli"]
+# -- the real thing: a subprocess over stdio, configured as the README says -----------------
+def readme_config() -> dict[str, Any]:
+    """The ``mcpServers`` block of the README, as a user would paste it."""
+    text = (ROOT / "README.md").read_text()
+    after = text.split("<!-- mcp:config -->", 1)[1]
+    block = after.split("```json", 1)[1].split("```", 1)[0]
+    return json.loads(block)["mcpServers"]["tui-search"]
 
 
-def test_stdio_subprocess_like_a_client(tmp_path: Path) -> None:
-    ws = tmp_path / "ws"
+def test_stdio_subprocess_from_the_readme_config(tmp_path: Path) -> None:
+    ws = tmp_path / "notes"
     shutil.copytree(SAMPLE, ws)
-    command, *args = _command()
+    config = readme_config()
+    # the README's command, found on PATH (the venv's bin first, as for an activated venv)
+    env = {k: v for k, v in os.environ.items() if k.startswith(("TUI_SEARCH_", "OPENBLAS"))}
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")
     params = StdioServerParameters(
-        command=command,
-        args=[*args, "mcp", "--workspace", str(ws), "--index-dir", str(tmp_path / "index")],
-        env={
-            k: v
-            for k, v in os.environ.items()
-            if k.startswith(("TUI_SEARCH_", "OPENBLAS", "HOME", "PATH"))
-        },
+        command=config["command"], args=config["args"], env=env, cwd=str(ws)
     )
     errlog_path = tmp_path / "stderr.txt"
 
@@ -473,6 +474,16 @@ def test_stdio_subprocess_like_a_client(tmp_path: Path) -> None:
     tools, found, bad = anyio.run(go)
     assert {t.name for t in tools.tools} == TOOLS
     assert not found.is_error and found.structured_content["hits"]
+    assert found.structured_content["hits"][0]["file_path"].startswith(("api/", "projects/"))
     assert bad.is_error and "not an indexed" in bad.content[0].text
     err = errlog_path.read_text()
     assert "waiting for an MCP client on stdin" in err
+    assert str(ws.resolve()) in err
+
+
+def test_the_app_and_cli_do_not_import_the_sdk() -> None:
+    code = (
+        "import sys, tui_search.cli, tui_search.core.engine; "
+        "sys.exit(1 if any(m == 'mcp' or m.startswith('mcp.') for m in sys.modules) else 0)"
+    )
+    assert subprocess.run([sys.executable, "-c", code], check=False, timeout=60).returncode == 0
