@@ -104,7 +104,9 @@ async def over_stdio(args: argparse.Namespace, ids: list[str]) -> dict[str, Any]
             for detail in ("ids", "snippets", "full"):
                 sizes: dict[str, list[int]] = {"text": [], "structured": [], "result": []}
                 for q in QUERIES:
-                    r = await client.call_tool("search", {"query": q, "limit": 10, "detail": detail})
+                    r = await client.call_tool(
+                        "search", {"query": q, "limit": 10, "detail": detail}
+                    )
                     sizes["text"].append(len(r.content[0].text.encode()))
                     sizes["structured"].append(
                         len(json.dumps(r.structured_content, ensure_ascii=False).encode())
