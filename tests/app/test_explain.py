@@ -12,9 +12,7 @@ from tui_search.core.results import Explanation
 pytestmark = pytest.mark.anyio
 
 
-async def test_explain_view_follows_the_selection(
-    workspace: Path, app_factory: AppFactory
-) -> None:
+async def test_explain_view_follows_the_selection(workspace: Path, app_factory: AppFactory) -> None:
     app = app_factory(workspace)
     async with app.run_test(size=(120, 40)) as pilot:
         await ready(pilot)
