@@ -130,7 +130,7 @@ class TuiSearchApp(App[int]):
     @property
     def busy(self) -> bool:
         """True while a debounce timer is pending or a worker runs (tests and snapshots wait)."""
-        return self._search_screen.busy or any(w.is_running for w in self.workers)
+        return self._search_screen.busy or any(not w.is_finished for w in self.workers)
 
     def on_mount(self) -> None:
         for err in self.theme_errors:
