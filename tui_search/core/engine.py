@@ -5,13 +5,15 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
 import re
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from whoosh import query as Q
@@ -19,7 +21,7 @@ from whoosh import query as Q
 from tui_search.config import Settings
 from tui_search.core.embedding import Embedder, Model2VecEmbedder, TokenEmbedder
 from tui_search.core.errors import IndexBusyError, NotFoundError, QueryError, TuiSearchError
-from tui_search.core.indexer import Indexer, ProgressCallback, SyncReport
+from tui_search.core.indexer import Indexer, Progress, ProgressCallback, SyncReport
 from tui_search.core.lexical import (
     LexicalParams,
     analyze,
@@ -35,7 +37,9 @@ from tui_search.core.results import (
     DocumentGroup,
     FusionWeights,
     Hit,
+    IgnoreFile,
     IndexStats,
+    IndexStatus,
     SearchResults,
     Snippet,
 )
@@ -43,7 +47,12 @@ from tui_search.core.softmatch import query_token_weights, soft_match_scores
 from tui_search.core.store import ChunkRecord, FileRecord, vector_key
 from tui_search.core.workspace import Workspace
 
+if TYPE_CHECKING:
+    from tui_search.core.graph import LinkGraph
+
 MODES = ("hybrid", "keyword", "semantic")
+#: Files per write of a first index (each write makes them searchable).
+FIRST_INDEX_BATCH = 200
 #: Distinct-token arrays kept for soft matching, by chunk content hash (~0.5 KB each).
 TOKEN_CACHE_SIZE = 50_000
 
@@ -161,6 +170,29 @@ class SearchEngine:
     ) -> SyncReport:
         return self.indexer.sync(progress, rebuild=rebuild)
 
+    def build(
+        self, progress: ProgressCallback | None = None, *, batch_files: int | None = None
+    ) -> SyncReport:
+        """Bring the index up to date; a first index is written in batches of files, so a
+        search already finds what is done while the rest is read and embedded.
+
+        Progress reports ``Progress("files", files done, files total, "<sections> sections")``
+        after each batch, and the inner stages of the batch in between.
+        """
+        if self.indexer.store.counts()[0] > 0:
+            return self.sync(progress)
+        paths = [info.rel_path for info in self.workspace.discover()]
+        batch_files = max(1, batch_files or FIRST_INDEX_BATCH)
+        sections = 0
+        for start in range(0, len(paths), batch_files):
+            batch = paths[start : start + batch_files]
+            report = self.indexer.apply_paths(batch, progress)
+            sections = report.chunks  # the index's total so far
+            if progress is not None:
+                done = start + len(batch)
+                progress(Progress("files", done, len(paths), f"{sections} sections"))
+        return self.sync(progress)  # the files that changed meanwhile, skipped files
+
     def try_sync(
         self, progress: ProgressCallback | None = None
     ) -> tuple[SyncReport | None, str | None]:
@@ -184,6 +216,83 @@ class SearchEngine:
             skipped=tuple(self.indexer.store.skipped()),
             index_dir=self.index_dir,
             model=getattr(self.embedder, "name", type(self.embedder).__name__),
+        )
+
+    def status(self) -> IndexStatus:
+        """Everything the status screen shows about the index (reads the disk: a worker's job)."""
+        from tui_search.core.workspace import IGNORE_FILES
+
+        store = self.indexer.store
+        docs, chunks = store.counts()
+        sections = int(store.execute("SELECT count(DISTINCT section_id) FROM chunks").fetchone()[0])
+        size, newest = 0, 0.0
+        for path in Path(self.index_dir).rglob("*"):
+            try:
+                st = path.stat()
+            except OSError:
+                continue
+            if path.is_file():
+                size += st.st_size
+                newest = max(newest, st.st_mtime)
+        files = store.files()
+        warned = tuple(
+            (path, tuple(rec.warnings)) for path, rec in sorted(files.items()) if rec.warnings
+        )
+        ignore_files: list[IgnoreFile] = []
+        root = self.workspace.root
+        for folder, dirs, names in os.walk(root):
+            rel_dir = Path(folder).relative_to(root).as_posix()
+            rel_dir = "" if rel_dir == "." else rel_dir
+            dirs[:] = sorted(
+                d
+                for d in dirs
+                if not self.workspace.rules.is_ignored(f"{rel_dir}/{d}".lstrip("/"), is_dir=True)
+            )
+            for name in IGNORE_FILES:
+                if name in names:
+                    try:
+                        text = (Path(folder) / name).read_text(encoding="utf-8", errors="replace")
+                    except OSError:
+                        continue
+                    rules = tuple(
+                        line.strip()
+                        for line in text.splitlines()
+                        if line.strip() and not line.lstrip().startswith("#")
+                    )
+                    ignore_files.append(IgnoreFile(f"{rel_dir}/{name}".lstrip("/"), rules))
+        builtin = [
+            "hidden files and folders (.*)",
+            f"files over {self.settings.max_file_bytes} bytes",
+        ]
+        try:
+            index_rel = Path(self.index_dir).resolve().relative_to(root.resolve()).as_posix()
+            builtin.append(f"the index folder {index_rel}/")
+        except ValueError:
+            pass
+        try:
+            graph = self.graph()
+            communities = len(graph.communities())
+            orphans = sum(
+                1 for p in graph.documents if not graph.links_to(p) and not graph.linked_from(p)
+            )
+            broken = len(graph.broken_links())
+        except Exception:  # noqa: BLE001 - the graph is optional (networkx); show zeros
+            communities = orphans = broken = 0
+        return IndexStatus(
+            documents=docs,
+            sections=sections,
+            chunks=chunks,
+            index_bytes=size,
+            index_dir=self.index_dir,
+            model=getattr(self.embedder, "name", type(self.embedder).__name__),
+            last_update=newest,
+            skipped=tuple(store.skipped()),
+            warnings=warned,
+            ignore_files=tuple(ignore_files),
+            builtin_ignores=tuple(builtin),
+            communities=communities,
+            orphans=orphans,
+            broken_links=broken,
         )
 
     def close(self) -> None:
@@ -608,7 +717,7 @@ class SearchEngine:
         return out[:depth]
 
     # -- link graph hooks (used by the query language) -----------------------------------
-    def graph(self) -> Any:
+    def graph(self) -> LinkGraph:
         from tui_search.core.graph import LinkGraph
 
         stamp = self.indexer.store.execute(

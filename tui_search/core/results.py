@@ -203,3 +203,37 @@ class IndexStats:
     skipped: tuple[tuple[str, str], ...] = field(default_factory=tuple)
     index_dir: str = ""
     model: str = ""
+
+
+@dataclass(frozen=True)
+class IgnoreFile:
+    """An ignore file in force and its rules (blank lines and comments left out)."""
+
+    path: str
+    rules: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class IndexStatus:
+    """What the index knows (``SearchEngine.status()``), for the app's status screen."""
+
+    documents: int
+    sections: int
+    chunks: int
+    #: Bytes the index folder takes on disk.
+    index_bytes: int
+    index_dir: str
+    model: str
+    #: When the index was last written (seconds since the epoch; 0 = never).
+    last_update: float
+    #: Files left out, with the reason.
+    skipped: tuple[tuple[str, str], ...]
+    #: Files indexed with warnings (decoding fallback, broken front matter, ...).
+    warnings: tuple[tuple[str, tuple[str, ...]], ...]
+    ignore_files: tuple[IgnoreFile, ...]
+    #: Rules that apply without a file (hidden entries, the index folder).
+    builtin_ignores: tuple[str, ...]
+    communities: int
+    #: Documents with no links in or out.
+    orphans: int
+    broken_links: int

@@ -40,6 +40,7 @@ from tui_search.ui.messages import (
 )
 from tui_search.ui.screens.help import HelpScreen
 from tui_search.ui.screens.search import SearchScreen
+from tui_search.ui.screens.status import StatusScreen, WatcherInfo
 from tui_search.ui.themes import DEFAULT_THEME, load_themes
 
 if TYPE_CHECKING:
@@ -70,6 +71,7 @@ class TuiSearchApp(App[int]):
     COMMANDS = App.COMMANDS | {SearchCommands}
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("f1", "help", "Help", id="help"),
+        Binding("f3", "index_status", "Status", id="index-status"),
         Binding("question_mark", "help", "Help", show=False, key_display="?", id="help-alt"),
         Binding("ctrl+q", "quit", "Quit", priority=True, id="quit"),
     ]
@@ -96,6 +98,9 @@ class TuiSearchApp(App[int]):
         self.index_ready = False
         self.engine_error: str | None = None
         self.memory = WorkspaceMemory(settings.workspace)
+        self.watcher_state = "off"
+        self.last_batch = ""
+        self.watcher_errors: list[str] = []
         self._last_progress = 0.0
         self._cancel_index = threading.Event()
         self._index_thread: threading.Thread | None = None
@@ -208,7 +213,7 @@ class TuiSearchApp(App[int]):
             raise IndexCancelled
         now = time.monotonic()
         if (
-            p.stage not in ("done",)
+            p.stage not in ("done", "files")
             and now - self._last_progress < 0.08
             and p.done not in (0, p.total)
         ):
@@ -222,7 +227,7 @@ class TuiSearchApp(App[int]):
         try:
             report: SyncReport
             if paths is None:
-                report = engine.sync(self._progress)
+                report = engine.build(self._progress)
             else:
                 report = engine.apply_paths(paths, self._progress)
             stats = engine.stats()
@@ -250,7 +255,9 @@ class TuiSearchApp(App[int]):
         self._search_screen.engine_failed(message.title, message.detail)
 
     def on_index_progress(self, message: IndexProgress) -> None:
-        self._search_screen.show_progress(message.stage, message.done, message.total)
+        self._search_screen.show_progress(
+            message.stage, message.done, message.total, message.message
+        )
 
     def on_index_done(self, message: IndexDone) -> None:
         first = not self.index_ready
@@ -297,6 +304,7 @@ class TuiSearchApp(App[int]):
             status.update_state(watcher=f"error: {sanitize_terminal(str(exc))}"[:60])
             return
         status.update_state(watcher="watching")
+        self.watcher_state = "watching"
 
     def _watcher_batch(self, report: BatchReport) -> None:  # watcher thread
         self.post_message(
@@ -315,8 +323,20 @@ class TuiSearchApp(App[int]):
                 self.watcher.stop()
             self.watcher = None
 
+    def watcher_info(self) -> WatcherInfo:
+        """What the watcher is doing now (for the status screen)."""
+        pending = 0
+        if self.watcher is not None:
+            with contextlib.suppress(Exception):
+                pending = self.watcher.pending_changes
+        state = self.watcher_state if self.watch_enabled else "off (--no-watch)"
+        return WatcherInfo(state, pending, self.last_batch, tuple(self.watcher_errors))
+
     def on_watcher_state(self, message: WatcherState) -> None:
         state = sanitize_terminal(message.state)
+        self.watcher_state = state
+        if state.startswith("error"):
+            self.watcher_errors = [*self.watcher_errors[-9:], state]
         self._search_screen.status.update_state(watcher=state[:60])
         if state.startswith("error"):
             self.notify(state, title="Watcher", severity="warning", timeout=6)
@@ -325,6 +345,10 @@ class TuiSearchApp(App[int]):
         files = message.changed + message.removed
         shown = ", ".join(sanitize_terminal(f) for f in files[:3])
         more = f" and {len(files) - 3} more" if len(files) > 3 else ""
+        self.last_batch = (
+            f"{time.strftime('%H:%M:%S')}: {len(message.changed)} changed, "
+            f"{len(message.removed)} removed, {message.chunks} sections ({shown}{more})"
+        )
         self.notify(f"updated {shown}{more}", title="Index", timeout=3)
         self._refresh_stats()
         self._search_screen.refresh_results(files)
@@ -355,6 +379,10 @@ class TuiSearchApp(App[int]):
             self.notify(f"cannot remember the weights: {exc}", severity="warning", timeout=4)
 
     # -- actions ------------------------------------------------------------------------
+    def action_index_status(self) -> None:
+        if not isinstance(self.screen, StatusScreen):
+            self.push_screen(StatusScreen())
+
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())

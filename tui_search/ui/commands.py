@@ -52,6 +52,11 @@ class SearchCommands(Provider):
                 screen.reset_weights,
                 "Back to the weights in the config file (or the tuned defaults)",
             ),
+            (
+                "Index status",
+                app.action_index_status,
+                "Documents, size, watcher, skipped files, ignore rules, link graph (f3)",
+            ),
             ("Help: keys", app.action_help, "Every key binding"),
         ]
         if screen.community is not None:

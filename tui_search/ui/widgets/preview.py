@@ -8,6 +8,7 @@ the followed links.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
@@ -412,13 +413,11 @@ def link_entries(
         graph = engine.graph()
         resolved = [(r.link, r.target) for r in graph.links_of(path)]
         backlinks = [LinkEntry("from", p, graph.title(p)) for p in graph.linked_from(path)]
-        title_of = graph.title
+        title_of: Callable[[str], str] = graph.title
     except Exception:  # noqa: BLE001 - no graph: list the links as written, unresolved
         resolved = [(link, None) for link in record.links]
         backlinks = []
-
-        def title_of(p: str) -> str:
-            return p
+        title_of = str
 
     links_to: list[LinkEntry] = []
     seen: set[tuple[str | None, str, str]] = set()
