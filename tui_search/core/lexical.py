@@ -160,6 +160,12 @@ def analyzed_spans(text: str) -> list[tuple[str, int, int]]:
     return [(t.text, t.startchar, t.endchar) for t in analyzer(text, mode="query", chars=True)]
 
 
+def phrase_terms(text: str) -> list[str]:
+    """The analysed terms of a phrase, in the positions the indexer gives them (compound parts
+    and removed stop words are numbered exactly as in the index, so the phrase lines up)."""
+    return [t.text for t in text_analyzer()(text, positions=True, mode="index")]
+
+
 def plain_query(text: str, params: LexicalParams) -> Q.Query | None:
     """Words ranked, not all required; identifier-like words also match exactly."""
     clauses: list[Q.Query] = []

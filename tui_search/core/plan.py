@@ -105,6 +105,8 @@ class QueryPlan:
     warnings: tuple[str, ...] = ()
     #: Restrict every result to these documents (workspace paths), e.g. a link community.
     scope: frozenset[str] | None = None
+    #: Every result holds each of these terms (``core.exact``), on every arm.
+    exact_terms: tuple[str, ...] = ()
 
     @property
     def strict(self) -> bool:

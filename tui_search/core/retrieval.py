@@ -24,6 +24,7 @@ import numpy as np
 from whoosh import query as Q
 
 from tui_search.core.embedding import Embedder, TokenEmbedder
+from tui_search.core.exact import term_query
 from tui_search.core.graph import LinkGraph
 from tui_search.core.index import SearchIndex
 from tui_search.core.lexical import (
@@ -32,9 +33,9 @@ from tui_search.core.lexical import (
     analyze,
     analyzed_spans,
     identifiers_in,
+    phrase_terms,
     plain_query,
     term_clause,
-    text_analyzer,
 )
 from tui_search.core.plan import (
     And,
@@ -324,12 +325,6 @@ def compile_tree(
     return c.exact(tree), c.sup(tree)
 
 
-def phrase_terms(text: str) -> list[str]:
-    """The analysed terms of a phrase, in the positions the indexer gives them (compound parts
-    and removed stop words are numbered exactly as in the index, so the phrase lines up)."""
-    return [t.text for t in text_analyzer()(text, positions=True, mode="index")]
-
-
 def order_by_tier(ranked: list[Scored], tiers: dict[str, int] | None) -> list[Scored]:
     """Sort by tier (e.g. link distance 1, 2, ...), then score; rescale so scores stay monotone."""
     if not tiers or not ranked:
@@ -428,6 +423,9 @@ class Retriever:
             allowed = _and(allowed, snap.live() & ~snap.mask(_paths_query(excluded)))
         if plan.scope is not None:
             allowed = _and(allowed, snap.mask(_paths_query(plan.scope)))
+        if plan.exact_terms:  # every result holds every exact term, on every arm
+            for term in plan.exact_terms:
+                allowed = _and(allowed, snap.mask(term_query(term)))
         tiers: dict[str, int] | None = None
         if c.distances:
             paths = store.keys_in_paths(c.distances)
