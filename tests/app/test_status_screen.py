@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from apphelpers import AppFactory, ready, settle, write_workspace
+from textual.widgets import Static
 
 from tui_search.core import engine as engine_module
 from tui_search.core.engine import SearchEngine
@@ -49,11 +50,12 @@ async def test_status_screen_lists_figures_and_opens_a_skipped_file(
 async def test_first_index_shows_progress_and_search_works_meanwhile(
     tmp_path: Path, app_factory: AppFactory, fake_embedder: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    docs = {f"notes/n{i:02d}.md": f"# Note {i}\n\nzebra{i} text about topic {i}.\n" for i in range(6)}
+    docs = {
+        f"notes/n{i:02d}.md": f"# Note {i}\n\nzebra{i} text about topic {i}.\n" for i in range(6)
+    }
     ws = write_workspace(tmp_path / "ws", docs)
     monkeypatch.setattr(engine_module, "FIRST_INDEX_BATCH", 2)
     gate = threading.Event()
-    calls = 0
 
     class GatedEmbedder:
         dim = fake_embedder.dim
@@ -61,11 +63,8 @@ async def test_first_index_shows_progress_and_search_works_meanwhile(
         name = "gated"
 
         def encode(self, texts: list[str]) -> Any:
-            nonlocal calls
-            if texts == ["zebra0"]:  # the query: searching never waits
-                return fake_embedder.encode(texts)
-            calls += 1
-            if calls > 1:  # the first batch is written, then indexing waits
+            # the first batch (n00, n01) and the query go through; then indexing waits
+            if any("zebra0" not in t and "zebra1" not in t for t in texts):
                 gate.wait(20)
             return fake_embedder.encode(texts)
 
@@ -75,10 +74,11 @@ async def test_first_index_shows_progress_and_search_works_meanwhile(
             screen = app.search_screen
             for _ in range(200):
                 await pilot.pause(0.05)
-                if screen._files_progress is not None:
+                shown = str(app.query_one("#results-message", Static).content)
+                if screen._files_progress is not None and "Building" in shown:
                     break
             await pilot.pause()
-            message = str(app.query_one("#results-message").visual)
+            message = str(app.query_one("#results-message", Static).content)
             assert "Building the index" in message and "2 of 6 files" in message
             assert "files/s" in message and "left" in message
             assert not app.index_ready
@@ -87,7 +87,9 @@ async def test_first_index_shows_progress_and_search_works_meanwhile(
             found = [e.file_path for e in screen.results.entries]
             # the first batch (two files) is searchable; the rest is not indexed yet
             assert found[0] == "notes/n00.md" and set(found) <= {"notes/n00.md", "notes/n01.md"}
-            assert "results cover what is indexed" in str(app.query_one("#results-info").visual)
+            assert "results cover what is indexed" in str(
+                app.query_one("#results-info", Static).content
+            )
             gate.set()
             await ready(pilot)
             await settle(pilot)

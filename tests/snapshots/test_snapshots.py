@@ -7,14 +7,17 @@ Update with ``pytest tests/snapshots --snapshot-update`` and look at the SVGs be
 
 from __future__ import annotations
 
+import dataclasses
 import textwrap
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from textual.pilot import Pilot
+from textual.widgets import Static
 
 from tui_search.config import Settings
 from tui_search.core.engine import SearchEngine
@@ -245,3 +248,73 @@ def test_operators_line(snap_compare: Any, workspace: Path, build: Any) -> None:
     assert snap_compare(
         build(workspace), terminal_size=SIZE, run_before=searching("#database backup mode:fast")
     )
+
+
+@pytest.fixture
+def fixed_status(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The status screen's figures that depend on the machine and the clock, fixed."""
+    real = SearchEngine.status
+
+    def status(self: SearchEngine) -> Any:
+        return dataclasses.replace(
+            real(self), index_dir="/index", index_bytes=1_234_567, last_update=time.time() - 125
+        )
+
+    monkeypatch.setattr(SearchEngine, "status", status)
+
+
+@pytest.mark.parametrize("theme", ["tui-dark", "tui-light", "tui-high-contrast"])
+def test_status_screen(
+    snap_compare: Any, workspace: Path, build: Any, theme: str, fixed_status: None
+) -> None:
+    (workspace / "blob.md").write_bytes(b"\x00\x01" * 40)
+    (workspace / ".tuisearchignore").write_text("drafts/\nscratch-*.md\n", encoding="utf-8")
+    assert snap_compare(
+        build(workspace, theme=theme), terminal_size=(120, 50), run_before=searching("", "f3")
+    )
+
+
+def test_first_index_progress(
+    snap_compare: Any,
+    workspace: Path,
+    build: Any,
+    fake_embedder: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tui_search.core import engine as engine_module
+    from tui_search.ui.screens import search as search_module
+
+    monkeypatch.setattr(engine_module, "FIRST_INDEX_BATCH", 2)
+    # a fixed clock for the rate and time left: 2 files in 4 s
+    clock = iter([100.0] + [104.0] * 10_000)
+    monkeypatch.setattr(search_module, "clock", lambda: next(clock))
+    gate = threading.Event()
+
+    class GatedEmbedder:
+        dim = fake_embedder.dim
+        fingerprint = fake_embedder.fingerprint
+        name = "gated"
+
+        def encode(self, texts: list[str]) -> Any:
+            # the first batch (architecture/storage.md, guides/backups.md) goes through
+            if any("Storage" not in t and "Backups" not in t for t in texts):
+                gate.wait(30)
+            return fake_embedder.encode(texts)
+
+    app = build(workspace, engine_factory=lambda s: SearchEngine(s, embedder=GatedEmbedder()))
+    app.exit_grace = 0.1
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        screen = app.search_screen
+        for _ in range(400):
+            await pilot.pause(0.02)
+            if screen._files_progress is not None and "Building" in str(
+                app.query_one("#results-message", Static).content
+            ):
+                break
+        await pilot.pause(0.2)
+
+    try:
+        assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+    finally:
+        gate.set()

@@ -163,7 +163,9 @@ class SearchResults:
     has_more: bool = False
     next_token: str | None = None
     warnings: tuple[str, ...] = ()
+    #: The query's analysed terms and its identifiers (exact words): what is highlighted.
     terms: tuple[str, ...] = ()
+    identifiers: tuple[str, ...] = ()
     weights: tuple[float, float] = (0.7, 0.3)
     #: Share of the semantic side given to soft matching in this search (0 = cosine only).
     soft_share: float = 0.0

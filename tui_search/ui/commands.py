@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING, cast
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
+from tui_search.core.plan import MODES
+
 if TYPE_CHECKING:
     from tui_search.ui.app import TuiSearchApp
     from tui_search.ui.screens.search import SearchScreen
-
-MODES = ("hybrid", "keyword", "semantic")
 
 
 def set_mode(screen: SearchScreen, mode: str) -> None:

@@ -33,7 +33,8 @@ class IndexProgress(Message):
     message: str = ""
 
     def can_replace(self, message: Message) -> bool:
-        return isinstance(message, IndexProgress)
+        # a batch's "files" report carries the overall progress: never dropped
+        return isinstance(message, IndexProgress) and "files" not in (message.stage, self.stage)
 
 
 @dataclass

@@ -19,6 +19,7 @@ HELP_SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
             ("ctrl+t", "cycle search mode: hybrid → keyword → semantic"),
             ("ctrl+r", "re-index the workspace"),
             ("ctrl+l", "filter by link community (searches only its documents; clear it there)"),
+            ("f3", "index status: figures, watcher, skipped files (enter opens one), ignore rules"),
             ("f2", "explain view: why the selected result ranks (scores, ranks, weights)"),
             ("f5 / f6", "keyword weight down / up (hybrid fusion; results re-rank)"),
             ("f7 / f8", "soft-match share of the semantic side down / up"),
@@ -57,6 +58,15 @@ HELP_SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
             ("e / y", "edit / copy the shown section"),
             ("l", "pick a link or backlink and show that document here (at its anchor)"),
             ("backspace or b", "back to the document shown before following a link"),
+        ],
+    ),
+    (
+        "Status screen (f3)",
+        [
+            ("up / down", "move through skipped files and files with warnings"),
+            ("enter or o", "open the highlighted file in $EDITOR"),
+            ("r", "refresh the figures"),
+            ("escape, q or f3", "close"),
         ],
     ),
     (

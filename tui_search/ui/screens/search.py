@@ -25,6 +25,7 @@ from textual.worker import get_current_worker
 from tui_search.config import save_config_values
 from tui_search.core.errors import ConfigError, TuiSearchError
 from tui_search.core.graph import Community
+from tui_search.core.plan import MODES
 from tui_search.core.results import FusionWeights, SearchResults
 from tui_search.core.textsafe import sanitize_terminal
 from tui_search.ui.messages import SearchDone
@@ -39,9 +40,10 @@ if TYPE_CHECKING:
     from tui_search.core.engine import SearchEngine
     from tui_search.ui.app import TuiSearchApp
 
-MODES = ("hybrid", "keyword", "semantic")
 PAGE_SIZE = 50
 SEARCH_DEBOUNCE = 0.18
+#: The clock of the indexing rate (a test fixes it).
+clock = time.monotonic
 #: How much one key press moves a fusion weight.
 WEIGHT_STEP = 0.05
 
@@ -124,7 +126,6 @@ class SearchScreen(Screen[None]):
         #: First-index progress: when it started, and the last (files done, total, detail).
         self._index_started: float | None = None
         self._files_progress: tuple[int, int, str] | None = None
-        self._indexing_note = ""
 
     @property
     def tui(self) -> TuiSearchApp:
@@ -244,11 +245,12 @@ class SearchScreen(Screen[None]):
         """Operators applied and query warnings, shown above the results."""
         info = self.query_one("#results-info", Static)
         parts: list[Content] = []
-        if self._indexing_note and self._files_progress is not None:
+        if self._files_progress is not None and self._index_started is not None:
+            note = progress_text(
+                *self._files_progress, elapsed=clock() - self._index_started
+            )
             parts.append(
-                Content.styled(
-                    f"indexing: {self._indexing_note} — results cover what is indexed", "$warning"
-                )
+                Content.styled(f"indexing: {note} — results cover what is indexed", "$warning")
             )
         if results is not None and results.operators:
             ops = "  ".join(sanitize_terminal(o).replace("\n", " ") for o in results.operators)
@@ -288,7 +290,7 @@ class SearchScreen(Screen[None]):
         self.preview.show_message("No index is open.")
 
     def show_progress(self, stage: str, done: int, total: int, message: str = "") -> None:
-        now = time.monotonic()
+        now = clock()
         if self._index_started is None or (stage == "scan" and done == 0):
             self._index_started = now
             self._files_progress = None
@@ -308,7 +310,6 @@ class SearchScreen(Screen[None]):
         if overall is not None:
             text = progress_text(*overall, elapsed=now - self._index_started)
             if self.wants_search():
-                self._indexing_note = text
                 self._update_info(self.last_results)
             else:
                 self.set_results_message(
@@ -325,7 +326,6 @@ class SearchScreen(Screen[None]):
         self.query_one("#progress", ProgressBar).display = False
         self._index_started = None
         self._files_progress = None
-        self._indexing_note = ""
         if error:
             self.status.update_state(indexing="", error="indexing failed")
             self.notify(sanitize_terminal(error), title="Indexing failed", severity="error")
@@ -525,12 +525,12 @@ class SearchScreen(Screen[None]):
     # -- results & preview --------------------------------------------------------------
     def _selection_changed(self, *, keep_followed: bool = False) -> None:
         entry = self.results.current
-        terms = self.last_results.terms if self.last_results is not None else ()
         self._update_explain()
-        if entry is None:
+        if entry is None or self.engine is None:
             return
+        highlight = self.engine.highlighter(self.last_results)
         self.preview.show_hit(
-            entry.preview_hit, entry.file_path, tuple(terms), keep_followed=keep_followed
+            entry.preview_hit, entry.file_path, highlight, keep_followed=keep_followed
         )
 
     @on(OptionList.OptionHighlighted, "#results")

@@ -41,6 +41,7 @@ from tui_search.ui.render import (
 if TYPE_CHECKING:
     from tui_search.core.engine import SearchEngine
     from tui_search.core.results import Hit
+    from tui_search.core.snippets import Highlighter
     from tui_search.core.store import FileRecord
 
 PREVIEW_DEBOUNCE = 0.06
@@ -99,7 +100,7 @@ class PreviewPane(ScrollView, can_focus=True):
         #: The selected result the preview follows when no link was followed.
         self._hit: Hit | None = None
         self._hit_path: str | None = None
-        self._terms: tuple[str, ...] = ()
+        self._highlight: Highlighter | None = None
         #: A document reached by following a link, shown instead of the selected result.
         self.followed: PreviewTarget | None = None
         #: What the preview showed before each followed link (None = the selected result).
@@ -116,13 +117,13 @@ class PreviewPane(ScrollView, can_focus=True):
         self,
         hit: Hit | None,
         file_path: str | None,
-        terms: tuple[str, ...],
+        highlight: Highlighter | None,
         *,
         keep_followed: bool = False,
     ) -> None:
         """Show the selected result (debounced). A followed link is forgotten unless
         ``keep_followed`` (the same results were refreshed, nothing new was chosen)."""
-        self._hit, self._hit_path, self._terms = hit, file_path, terms
+        self._hit, self._hit_path, self._highlight = hit, file_path, highlight
         if not keep_followed:
             self.followed = None
             self.history.clear()
@@ -204,12 +205,18 @@ class PreviewPane(ScrollView, can_focus=True):
         if path is None or self.engine is None:
             return
         width = max(20, self.scrollable_content_region.width - 1)
-        key = (path, selected_key, anchor, width, self.window, self.app.theme, self._terms)
+        highlight = self._highlight
+        terms = (
+            (tuple(sorted(highlight.terms)), tuple(sorted(highlight.identifiers)))
+            if highlight is not None
+            else ()
+        )
+        key = (path, selected_key, anchor, width, self.window, self.app.theme, terms)
         if key == self._key:
             return
         self._key = key
         self._render_worker(
-            key, path, selected, anchor, self._terms, width, self.styles_from_theme(), keep_scroll
+            key, path, selected, anchor, highlight, width, self.styles_from_theme(), keep_scroll
         )
 
     def styles_from_theme(self) -> PreviewStyles:
@@ -242,7 +249,7 @@ class PreviewPane(ScrollView, can_focus=True):
         path: str,
         selected: SectionSpan | None,
         anchor: str,
-        terms: tuple[str, ...],
+        highlight: Highlighter | None,
         width: int,
         styles: PreviewStyles,
         keep_scroll: bool,
@@ -251,7 +258,9 @@ class PreviewPane(ScrollView, can_focus=True):
         engine = self.engine
         assert engine is not None
         try:
-            rendered = self._read_and_render(engine, path, selected, anchor, terms, width, styles)
+            rendered = self._read_and_render(
+                engine, path, selected, anchor, highlight, width, styles
+            )
         except Exception as exc:  # noqa: BLE001 - shown in the pane
             error = str(exc) if isinstance(exc, TuiSearchError) else f"{type(exc).__name__}: {exc}"
             if not worker.is_cancelled:
@@ -266,7 +275,7 @@ class PreviewPane(ScrollView, can_focus=True):
         path: str,
         selected: SectionSpan | None,
         anchor: str,
-        terms: tuple[str, ...],
+        highlight: Highlighter | None,
         width: int,
         styles: PreviewStyles,
     ) -> RenderedPreview:
@@ -293,7 +302,7 @@ class PreviewPane(ScrollView, can_focus=True):
             width=width,
             sections=sections,
             selected=selected,
-            terms=terms,
+            highlight=highlight,
             meta=meta,
             styles=styles,
             window=self.window,
