@@ -246,9 +246,7 @@ class SearchScreen(Screen[None]):
         info = self.query_one("#results-info", Static)
         parts: list[Content] = []
         if self._files_progress is not None and self._index_started is not None:
-            note = progress_text(
-                *self._files_progress, elapsed=clock() - self._index_started
-            )
+            note = progress_text(*self._files_progress, elapsed=clock() - self._index_started)
             parts.append(
                 Content.styled(f"indexing: {note} — results cover what is indexed", "$warning")
             )
