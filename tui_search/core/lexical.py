@@ -359,21 +359,27 @@ class LexicalSnapshot:
     def live(self) -> np.ndarray:
         """The documents not deleted."""
         if self._live is None:
-            live = np.zeros(self.size, dtype=bool)
-            ids = np.fromiter(self.searcher.reader().all_doc_ids(), dtype=np.int64)
-            live[ids[ids < self.size]] = True
-            self._live = live
+            live = self._fast.live_mask(self.searcher)
+            self._live = live if len(live) == self.size else np.resize(live, self.size)
         return self._live
+
+    def _terms_mask(self, terms: list[Q.Term]) -> np.ndarray:
+        out = np.zeros(self.size, dtype=bool)
+        for t in terms:
+            ids = self._fast.term_docnums(self.searcher, t.fieldname, t.text)
+            if ids is not None:
+                out[ids[ids < self.size]] = True
+        return out & self.live()
 
     def mask(self, query: Q.Query) -> np.ndarray:
         """The documents matching a filter ``query`` (set algebra over postings, so negations
         and large filters cost array operations, not a Python loop per document)."""
         if isinstance(query, Q.Term) and isinstance(query.text, str):
-            out = np.zeros(self.size, dtype=bool)
-            ids = self._fast.term_docnums(self.searcher, query.fieldname, query.text)
-            if ids is not None:
-                out[ids[ids < self.size]] = True
-            return out & self.live()
+            return self._terms_mask([query])
+        if type(query) is Q.Or and all(
+            type(q) is Q.Term and isinstance(q.text, str) for q in query.subqueries
+        ):
+            return self._terms_mask(list(query.subqueries))  # e.g. the files of a path glob
         if type(query) in (Q.Or, Q.And) and not getattr(query, "scale", None):
             parts = [self.mask(q) for q in query.subqueries]
             if not parts:
