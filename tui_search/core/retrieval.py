@@ -19,13 +19,13 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 from whoosh import query as Q
 
 from tui_search.core.embedding import Embedder, TokenEmbedder
 from tui_search.core.exact import term_query
-from tui_search.core.graph import LinkGraph
 from tui_search.core.index import SearchIndex
 from tui_search.core.lexical import (
     LexicalParams,
@@ -53,6 +53,9 @@ from tui_search.core.query import QuerySyntaxError, has_text
 from tui_search.core.ranking import FusionParams, Scored, apply_exact_boost, finalize, fuse
 from tui_search.core.softmatch import query_token_weights, soft_match_scores
 from tui_search.core.store import vector_key
+
+if TYPE_CHECKING:  # networkx loads only when a query names documents
+    from tui_search.core.graph import LinkGraph
 
 #: Distinct-token arrays kept for soft matching, by chunk content hash (~0.5 KB each).
 TOKEN_CACHE_SIZE = 50_000
