@@ -236,9 +236,9 @@ def query_latency(args: argparse.Namespace, scratch: Path, figures: dict[str, ob
             lat[mode].append((time.perf_counter() - t0) * 1000)
         # the ranking alone, and the calls the app makes (a page of 50, snippets included)
         for name, call in (
-            ("hybrid_rank", lambda: engine.rank(q, "hybrid")),
-            ("app_flat50", lambda: engine.search(q, limit=50)),
-            ("app_grouped50", lambda: engine.search(q, limit=50, group=True)),
+            ("hybrid_rank", lambda q=q: engine.rank(q, "hybrid")),
+            ("app_flat50", lambda q=q: engine.search(q, limit=50)),
+            ("app_grouped50", lambda q=q: engine.search(q, limit=50, group=True)),
         ):
             t0 = time.perf_counter()
             call()
