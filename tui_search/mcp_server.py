@@ -546,7 +546,7 @@ def documents_markdown(r: DocumentsReply) -> str:
 
 def read_markdown(r: ReadReply) -> str:
     what = f"`{_t(r.target)}` ({r.context})" if r.target else "whole document"
-    head = f"# {_t(r.file_path)} — {_t(r.title)}\n{what}: {len(r.parts)} parts, {r.tokens}/{r.max_tokens} tokens"
+    head = f"# {_t(r.file_path)} — {_t(r.title)}\n{what}: {len(r.parts)} part{"" if len(r.parts) == 1 else "s"}, {r.tokens}/{r.max_tokens} tokens"
     if r.truncated:
         head += f"; cut — read on with cursor `{r.next_cursor}` ({len(r.remaining)} sections left)"
     if r.stale:
