@@ -69,7 +69,7 @@ class IndexState(BaseModel):
     pending_changes: int
     watcher: str = Field(description="watching, reconciling, stopped, off or an error")
     last_update: str | None = Field(
-        default=None, description="When the index last changed (UTC, ISO)"
+        default=None, description="When the index was last brought up to date (UTC, ISO)"
     )
 
 
@@ -184,11 +184,13 @@ class AgentService:
         self._last_update: float | None = None
         self._watch_error: str | None = None
         self._lock = threading.Lock()
+        self._reconcile = True
 
     # lifecycle -----------------------------------------------------------------------
     def prepare(self, progress: Callable[[str], None] | None = None) -> None:
         """Bring the index up to date and load the model (before the first call)."""
         _, busy = self.engine.try_sync()
+        self._reconcile = busy is not None
         if busy and progress is not None:
             progress(f"note: {busy}; using the index as it is, the watcher will catch up")
         self.engine.embed_query("warm up")
@@ -203,7 +205,8 @@ class AgentService:
             on_batch=self._on_batch,
             on_error=self._on_error,
         )
-        self.watcher.start(reconcile=False)
+        # the watcher reconciles what a busy start-up sync could not
+        self.watcher.start(reconcile=self._reconcile)
 
     def stop(self) -> None:
         if self.watcher is not None:
