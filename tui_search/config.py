@@ -80,6 +80,11 @@ class Settings:
     debounce_ms: int = 250
     #: Theme name for the app.
     theme: str = "tui-dark"
+    #: Collapse near-duplicate results (the same text in several files) into one "+N similar".
+    collapse_duplicates: bool = True
+    #: Remapped keys: binding id -> keys (``[keymap]`` table, e.g. ``explain = "f9"``); see the
+    #: help screen (f1) for the ids.
+    keymap: tuple[tuple[str, str], ...] = ()
 
     @property
     def resolved_index_dir(self) -> Path:
@@ -109,6 +114,18 @@ def _coerce(name: str, raw: Any, default: Any) -> Any:
     return str(raw)
 
 
+def _keymap(raw: Any, source: Path) -> tuple[tuple[str, str], ...]:
+    """The ``[keymap]`` table: binding ids to comma-separated keys."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f'{source}: [keymap] must be a table of binding id = "keys"')
+    pairs: list[tuple[str, str]] = []
+    for ident, keys in raw.items():
+        if not isinstance(keys, str) or not keys.strip():
+            raise ConfigError(f'{source}: [keymap] {ident} must be a key string, e.g. "f9"')
+        pairs.append((str(ident), keys.strip()))
+    return tuple(pairs)
+
+
 def load_settings(
     overrides: dict[str, Any] | None = None, *, env: dict[str, str] | None = None
 ) -> Settings:
@@ -125,6 +142,10 @@ def load_settings(
             raise ConfigError(f"cannot read config file {config_file}: {exc}") from exc
     for f in fields(Settings):
         default = getattr(base, f.name)
+        if f.name == "keymap":
+            if "keymap" in file_values:
+                values["keymap"] = _keymap(file_values["keymap"], config_file)
+            continue
         try:
             if f.name in file_values:
                 values[f.name] = _coerce(f.name, file_values[f.name], default)

@@ -75,7 +75,11 @@ AppFactory = Callable[..., TuiSearchApp]
 @pytest.fixture
 def app_factory(tmp_path: Path, fake_embedder: Any) -> AppFactory:
     def _make(workspace: Path, **kwargs: Any) -> TuiSearchApp:
-        settings = Settings(workspace=workspace, index_dir=tmp_path / "index")
+        settings = Settings(
+            workspace=workspace,
+            index_dir=tmp_path / "index",
+            keymap=kwargs.pop("keymap", ()),
+        )
         kwargs.setdefault("engine_factory", lambda s: SearchEngine(s, embedder=fake_embedder))
         kwargs.setdefault("watch", False)
         kwargs.setdefault("show_timing", False)

@@ -74,3 +74,45 @@ async def test_save_weights_writes_the_config_file(
     assert data["keyword_weight"] == pytest.approx(0.75)
     assert data["soft_match_share"] == pytest.approx(0.75)
     assert data["theme"] == "tui-dark" and data["keymap"] == {"help": "f12"}
+
+
+async def test_keymap_from_the_config_file_remaps_bindings(
+    workspace: Path, app_factory: AppFactory
+) -> None:
+    config = user_config_dir() / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text('[keymap]\nexplain = "f9"\nkeyword-weight-up = "f12"\n', encoding="utf-8")
+    from tui_search.config import load_settings
+
+    settings = load_settings({"workspace": workspace})
+    assert dict(settings.keymap) == {"explain": "f9", "keyword-weight-up": "f12"}
+    app = app_factory(workspace, keymap=settings.keymap)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        screen = app.search_screen
+        await search(pilot, "backup")
+        await pilot.press("f2")
+        await settle(pilot)
+        assert not screen.explaining
+        await pilot.press("f9")
+        await settle(pilot)
+        assert screen.explaining
+        before = screen.weights
+        await pilot.press("f12")
+        await settle(pilot)
+        assert screen.weights is not None and before is not None
+        assert screen.weights.keyword_weight == pytest.approx(before.keyword_weight + 0.05)
+        await pilot.press("f1")
+        help_text = str(app.screen.query_one("#help-body").content)
+        assert "f9 (was f2)" in help_text and "keyword-weight-up" in help_text
+
+
+def test_bad_keymap_is_a_config_error() -> None:
+    from tui_search.config import load_settings
+    from tui_search.core.errors import ConfigError
+
+    config = user_config_dir() / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text("keymap = 3\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="keymap"):
+        load_settings()

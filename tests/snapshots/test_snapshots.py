@@ -318,3 +318,37 @@ def test_first_index_progress(
         assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
     finally:
         gate.set()
+
+
+REMOTING = """\
+    # About remoting
+
+    PowerShell remoting lets you run commands on remote computers with Invoke-Command and
+    Enter-PSSession, over WS-Management, after Enable-PSRemoting configured the listener.
+    Sessions keep state between commands; disconnected sessions can be reconnected later from
+    another computer. Use New-PSSession to open a persistent connection, Remove-PSSession to
+    close it, and Get-PSSession to list the sessions you have open on each remote computer.
+    """
+
+
+@pytest.mark.parametrize("theme", ["tui-dark", "tui-light", "tui-high-contrast"])
+def test_collapsed_near_duplicates(
+    snap_compare: Any, workspace: Path, build: Any, theme: str
+) -> None:
+    for version in ("5.1", "7.4", "7.5"):
+        path = workspace / "versions" / version / "about_remoting.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(REMOTING), encoding="utf-8")
+    assert snap_compare(
+        build(workspace, theme=theme), terminal_size=SIZE, run_before=searching("remoting sessions")
+    )
+
+
+def test_expanded_near_duplicates(snap_compare: Any, workspace: Path, build: Any) -> None:
+    for version in ("5.1", "7.4", "7.5"):
+        path = workspace / "versions" / version / "about_remoting.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(REMOTING), encoding="utf-8")
+    assert snap_compare(
+        build(workspace), terminal_size=SIZE, run_before=searching("remoting sessions", "f4")
+    )

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tui_search.config import Settings
+from tui_search.core.duplicates import near_duplicate_groups
 from tui_search.core.embedding import Embedder, Model2VecEmbedder, TokenEmbedder
 from tui_search.core.errors import IndexBusyError, NotFoundError, QueryError, TuiSearchError
 from tui_search.core.index import SearchIndex
@@ -399,10 +400,12 @@ class SearchEngine:
         scope: Iterable[str] | None = None,
         fusion: FusionParams | None = None,
         weights: FusionWeights | None = None,
+        collapse_duplicates: bool = False,
     ) -> SearchResults:
         """One page of results. ``scope`` restricts them to those documents (paths);
         ``fusion`` overrides the engine's fusion parameters for this search, ``weights`` only
-        its two user-facing knobs (keyword weight, soft-match share)."""
+        its two user-facing knobs (keyword weight, soft-match share). ``collapse_duplicates``
+        finds near-duplicate hits on the page (``SearchResults.duplicate_groups``)."""
         started = time.perf_counter()
         fusion = fusion or self.fusion
         if weights is not None:
@@ -513,4 +516,11 @@ class SearchEngine:
             weights=ranking.weights,
             soft_share=fusion.soft_share if self.retriever.soft_matching(fusion) else 0.0,
             operators=applied_operators(plan.text),
+            duplicate_groups=(
+                tuple(
+                    tuple(g) for g in near_duplicate_groups([h.content for h in hits]) if len(g) > 1
+                )
+                if collapse_duplicates
+                else ()
+            ),
         )

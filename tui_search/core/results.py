@@ -171,6 +171,9 @@ class SearchResults:
     soft_share: float = 0.0
     #: Query-language operators applied (``tag:ops``, ``mode:keyword``, ``-word``, ...).
     operators: tuple[str, ...] = ()
+    #: Near-duplicate hits of this page (flat results), as groups of indices into ``hits``;
+    #: the first index of a group is its best-ranked member. Only with ``collapse_duplicates``.
+    duplicate_groups: tuple[tuple[int, ...], ...] = ()
 
     def explanation(self, hit: Hit) -> Explanation | None:
         """Why ``hit`` (one of these results) ranks where it does, if the search explained."""

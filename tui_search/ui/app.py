@@ -138,6 +138,8 @@ class TuiSearchApp(App[int]):
         return self._search_screen.busy or any(not w.is_finished for w in self.workers)
 
     def on_mount(self) -> None:
+        if self.settings.keymap:
+            self.set_keymap(dict(self.settings.keymap))
         for err in self.theme_errors:
             self.notify(err, title="Theme file skipped", severity="warning", timeout=8)
         if self.theme_warning:
@@ -385,7 +387,7 @@ class TuiSearchApp(App[int]):
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen())
+            self.push_screen(HelpScreen(dict(self.settings.keymap)))
 
     def set_theme(self, name: str) -> None:
         self.theme = name

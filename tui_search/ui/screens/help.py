@@ -20,6 +20,7 @@ HELP_SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
             ("ctrl+r", "re-index the workspace"),
             ("ctrl+l", "filter by link community (searches only its documents; clear it there)"),
             ("f3", "index status: figures, watcher, skipped files (enter opens one), ignore rules"),
+            ("f4", 'show / hide the near-duplicates of a result ("+N similar")'),
             ("f2", "explain view: why the selected result ranks (scores, ranks, weights)"),
             ("f5 / f6", "keyword weight down / up (hybrid fusion; results re-rank)"),
             ("f7 / f8", "soft-match share of the semantic side down / up"),
@@ -83,13 +84,46 @@ HELP_SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
 ]
 
 
-def help_content() -> Content:
+def binding_ids() -> list[tuple[str, str, str]]:
+    """(id, default keys, description) of every binding that can be remapped."""
+    from tui_search.ui.app import TuiSearchApp
+    from tui_search.ui.screens.search import SearchScreen
+    from tui_search.ui.screens.status import StatusScreen
+    from tui_search.ui.widgets.preview import PreviewPane
+
+    out: list[tuple[str, str, str]] = []
+    for owner in (TuiSearchApp, SearchScreen, PreviewPane, StatusScreen):
+        for b in owner.BINDINGS:
+            if isinstance(b, Binding) and b.id:
+                out.append((b.id, b.key, b.description))
+    return out
+
+
+def help_content(keymap: dict[str, str] | None = None) -> Content:
+    """Every key by where it works, then the binding ids for ``[keymap]`` (remapped ones marked)."""
     parts: list[Content] = []
     for title, rows in HELP_SECTIONS:
         parts.append(Content.styled(title, "bold $accent"))
         for key, what in rows:
             parts.append(Content.assemble("  ", (f"{key:<30}", "bold $primary"), what))
         parts.append(Content(""))
+    parts.append(Content.styled("Remapping keys", "bold $accent"))
+    parts.append(
+        Content.styled(
+            '  In config.toml, a [keymap] table maps binding ids to keys, e.g. explain = "f9".',
+            "$text-muted",
+        )
+    )
+    keymap = keymap or {}
+    for ident, key, what in binding_ids():
+        now = keymap.get(ident)
+        shown = f"{now} (was {key})" if now else key
+        parts.append(
+            Content.assemble(
+                "  ", (f"{ident:<22}", "bold $primary"), (f"{shown:<22}", "$secondary"), what
+            )
+        )
+    parts.append(Content(""))
     parts.append(Content.styled("Press escape, q or f1 to close.", "$text-muted"))
     return Content("\n").join(parts)
 
@@ -99,7 +133,11 @@ class HelpScreen(ModalScreen[None]):
         Binding("escape,q,f1,question_mark", "dismiss", "Close help"),
     ]
 
+    def __init__(self, keymap: dict[str, str] | None = None) -> None:
+        super().__init__()
+        self.keymap = keymap or {}
+
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-box"):
             yield Static(Content.styled("tui-search — keys", "bold $primary"), id="help-title")
-            yield Static(help_content(), id="help-body")
+            yield Static(help_content(self.keymap), id="help-body")

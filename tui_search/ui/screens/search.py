@@ -99,6 +99,7 @@ class SearchScreen(Screen[None]):
         Binding("l", "links", "Links", id="links"),
         Binding("ctrl+l", "community", "Community", priority=True, id="community"),
         Binding("f2", "toggle_explain", "Explain", id="explain"),
+        Binding("f4", "toggle_similar", "Similar", id="toggle-similar"),
         Binding("f5", "keyword_weight(-1)", "kw−", show=False, id="keyword-weight-down"),
         Binding("f6", "keyword_weight(1)", "kw+", show=False, id="keyword-weight-up"),
         Binding("f7", "soft_share(-1)", "soft−", show=False, id="soft-share-down"),
@@ -225,6 +226,10 @@ class SearchScreen(Screen[None]):
     def watch_explaining(self, explaining: bool) -> None:
         self.query_one("#explain").display = explaining
         self._update_explain()
+
+    def action_toggle_similar(self) -> None:
+        if not self.results.toggle_similar():
+            self.notify("The selected result has no near-duplicates.", timeout=2)
 
     def action_toggle_explain(self) -> None:
         self.explaining = not self.explaining
@@ -443,6 +448,7 @@ class SearchScreen(Screen[None]):
                 scope=request.scope,
                 weights=request.weights,
                 explain=True,
+                collapse_duplicates=self.tui.settings.collapse_duplicates,
             )
         except TuiSearchError as exc:
             error = str(exc)

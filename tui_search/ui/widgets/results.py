@@ -29,6 +29,10 @@ class Entry:
     kind: str  # "hit" | "doc" | "more"
     hit: Hit | None = None
     group: DocumentGroup | None = None
+    #: Near-duplicates of this hit (the same text elsewhere), best-ranked first.
+    similar: tuple[Hit, ...] = ()
+    #: This hit is a near-duplicate shown under its group's first hit (expanded).
+    duplicate: bool = False
 
     @property
     def section_id(self) -> str | None:
@@ -66,15 +70,34 @@ def snippet_content(snippet: Snippet, limit: int = SNIPPET_CHARS) -> Content:
     return content
 
 
-def hit_prompt(hit: Hit, indent: str = "", show_path: bool = True) -> Content:
+def hit_prompt(
+    hit: Hit,
+    indent: str = "",
+    show_path: bool = True,
+    similar: int = 0,
+    expanded: bool = False,
+) -> Content:
     crumbs = " › ".join(safe(h) for h in hit.heading_path) or safe(hit.title)
     head_parts: list[Any] = [indent]
     if show_path:
         head_parts += [(f"{safe(hit.file_path)}:{hit.line_start}", "bold $primary"), "  "]
     head_parts += [(crumbs, "$foreground"), "  ", (f"{hit.relevance_score:.2f}", "$text-muted")]
+    if similar:
+        sign = "−" if expanded else "+"
+        head_parts += ["  ", (f" {sign}{similar} similar ", "bold $background on $secondary")]
     head = Content.assemble(*head_parts)
     body = Content.assemble(indent + "  ", snippet_content(hit.snippet))
     return Content("\n").join([head, body])
+
+
+def duplicate_prompt(hit: Hit) -> Content:
+    """A near-duplicate listed under its group's first hit: where else the text is."""
+    return Content.assemble(
+        ("    ≈ ", "$secondary"),
+        (f"{safe(hit.file_path)}:{hit.line_start}", "$primary"),
+        "  ",
+        (f"{hit.relevance_score:.2f}", "$text-muted"),
+    )
 
 
 def group_prompt(group: DocumentGroup) -> Content:
@@ -102,6 +125,9 @@ class ResultsList(OptionList):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.entries: list[Entry] = []
+        self._pages: list[SearchResults] = []
+        #: Keys of the hits whose near-duplicates are shown (expanded).
+        self.expanded: set[str] = set()
 
     def show_results(
         self, results: SearchResults, *, append: bool = False, keep: Selection | None = None
@@ -112,33 +138,12 @@ class ResultsList(OptionList):
         document) when it is still listed, and is on the first row otherwise.
         """
         previous = self.highlighted if append else None
-        entries: list[Entry] = []
-        options: list[Option] = []
-        if results.documents is not None:
-            for g in results.documents:
-                entries.append(Entry("doc", group=g))
-                options.append(Option(group_prompt(g)))
-                for p in g.passages:
-                    entries.append(Entry("hit", hit=p, group=g))
-                    options.append(Option(hit_prompt(p, indent="  ", show_path=False)))
-        else:
-            for h in results.hits:
-                entries.append(Entry("hit", hit=h))
-                options.append(Option(hit_prompt(h)))
         if append:
-            if self.entries and self.entries[-1].kind == "more":
-                self.remove_option_at_index(len(self.entries) - 1)
-                self.entries.pop()
-            self.entries.extend(entries)
-            self.add_options(options)
+            self._pages.append(results)
         else:
-            self.entries = entries
-            self.set_options(options)
-        if results.has_more:
-            self.entries.append(Entry("more"))
-            self.add_option(
-                Option(Content.styled("… more results (move here to load)", "italic $text-muted"))
-            )
+            self._pages = [results]
+            self.expanded.clear()
+        self._rebuild()
         if not self.entries:
             return
         index = 0
@@ -150,16 +155,65 @@ class ResultsList(OptionList):
         self.highlighted = index
         self.scroll_to_highlight()
 
+    def _rebuild(self) -> None:
+        entries: list[Entry] = []
+        options: list[Option] = []
+        for results in self._pages:
+            if results.documents is not None:
+                for g in results.documents:
+                    entries.append(Entry("doc", group=g))
+                    options.append(Option(group_prompt(g)))
+                    for p in g.passages:
+                        entries.append(Entry("hit", hit=p, group=g))
+                        options.append(Option(hit_prompt(p, indent="  ", show_path=False)))
+                continue
+            members = {i: g for g in results.duplicate_groups for i in g}
+            for i, h in enumerate(results.hits):
+                group = members.get(i)
+                if group is not None and group[0] != i:
+                    continue  # listed under the group's first hit
+                similar = tuple(results.hits[j] for j in group[1:]) if group else ()
+                expanded = h.key in self.expanded
+                entries.append(Entry("hit", hit=h, similar=similar))
+                options.append(Option(hit_prompt(h, similar=len(similar), expanded=expanded)))
+                if expanded:
+                    for d in similar:
+                        entries.append(Entry("hit", hit=d, duplicate=True))
+                        options.append(Option(duplicate_prompt(d)))
+        if self._pages and self._pages[-1].has_more:
+            entries.append(Entry("more"))
+            options.append(
+                Option(Content.styled("… more results (move here to load)", "italic $text-muted"))
+            )
+        self.entries = entries
+        self.set_options(options)
+
+    def toggle_similar(self) -> bool:
+        """Show or hide the near-duplicates of the highlighted hit; False when it has none."""
+        index = self.highlighted
+        entry = self.current
+        if entry is None or entry.hit is None or not entry.similar:
+            return False
+        key = entry.hit.key
+        if key in self.expanded:
+            self.expanded.discard(key)
+        else:
+            self.expanded.add(key)
+        self._rebuild()
+        self.highlighted = index
+        return True
+
+    def clear_results(self) -> None:
+        self.entries = []
+        self._pages = []
+        self.clear_options()
+
     def selection(self) -> Selection | None:
         """What is selected, to find it again after the results change."""
         entry = self.current
         if entry is None:
             return None
         return (entry.section_id, entry.file_path)
-
-    def clear_results(self) -> None:
-        self.entries = []
-        self.clear_options()
 
     @property
     def current(self) -> Entry | None:
