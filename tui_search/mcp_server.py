@@ -93,7 +93,9 @@ class DocumentResult(BaseModel):
     tags: list[str]
     score: float = Field(description="Best section score 0-1")
     match_count: int = Field(description="Matching sections in this document")
-    section_ids: list[str] = Field(description="Ids of the best matching sections")
+    section_ids: list[str] = Field(
+        description="Ids of the best matching sections (the best 3; match_count counts all)",
+    )
     passages: list[SearchHit] | None = Field(
         default=None, description="search with group_by_document"
     )
@@ -341,7 +343,7 @@ class AgentService:
                     )
                 )
         similar: list[RelatedDocument] = []
-        if kind in ("like", "both"):
+        if kind in ("like", "both") and '"' not in record.path:  # (the query quotes the path)
             results = self.engine.search(
                 f'like:"{record.path}"', limit=limit, group=True, snippet_chars=40
             )
@@ -559,7 +561,16 @@ def status_markdown(r: StatusReply) -> str:
     return "\n".join(lines)
 
 
-def reply(model: BaseModel, output: str, markdown: Callable[[Any], str]) -> CallToolResult:
+def reply(
+    make: Callable[[], BaseModel], output: str, markdown: Callable[[Any], str]
+) -> CallToolResult:
+    """Run a tool's work and shape its reply: the model's JSON as structuredContent, markdown
+    (or the same JSON) as text. A user mistake (bad id, stale cursor...) becomes a clear tool
+    error (isError) instead."""
+    try:
+        model = make()
+    except TuiSearchError as exc:
+        raise ToolError(str(exc)) from exc
     data = model.model_dump(mode="json", exclude_none=True)
     text = (
         json.dumps(data, ensure_ascii=False, separators=(",", ":"))
@@ -567,14 +578,6 @@ def reply(model: BaseModel, output: str, markdown: Callable[[Any], str]) -> Call
         else markdown(model)
     )
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
-
-
-def _guard(fn: Callable[[], CallToolResult]) -> CallToolResult:
-    """A user mistake (bad id, stale cursor, ...) becomes a clear tool error (isError)."""
-    try:
-        return fn()
-    except TuiSearchError as exc:
-        raise ToolError(str(exc)) from exc
 
 
 # -- the server ---------------------------------------------------------------------------
@@ -653,12 +656,10 @@ def build_server(service: AgentService) -> MCPServer:
         `tui-search search`). Hits carry section_id (for `read`), file_path, absolute line
         numbers and a 0-1 score."""
         req = SearchRequest(query, exact_terms, mode, tags, path, under, limit, cursor)
-        return _guard(
-            lambda: reply(
-                service.search(req, detail=detail, group=group_by_document),
-                output,
-                search_markdown,
-            )
+        return reply(
+            lambda: service.search(req, detail=detail, group=group_by_document),
+            output,
+            search_markdown,
         )
 
     @server.tool(title="Find documents", annotations=READ_ONLY)
@@ -676,7 +677,7 @@ def build_server(service: AgentService) -> MCPServer:
         """Documents (not sections) that match, best first: path, title, tags, best score and
         the ids of their best matching sections."""
         req = SearchRequest(query, exact_terms, mode, tags, path, under, limit, cursor)
-        return _guard(lambda: reply(service.find_documents(req), output, documents_markdown))
+        return reply(lambda: service.find_documents(req), output, documents_markdown)
 
     @server.tool(title="Read a section or document", annotations=READ_ONLY)
     def read(
@@ -706,12 +707,12 @@ def build_server(service: AgentService) -> MCPServer:
     ) -> Annotated[CallToolResult, ReadReply]:
         """Read text with absolute line numbers (cite file:line). Says what was included,
         whether it was cut, and gives a cursor to read on."""
-        return _guard(
-            lambda: reply(
-                service.read(target=target, context=context, max_tokens=max_tokens, cursor=cursor),
-                output,
-                read_markdown,
-            )
+        return reply(
+            lambda: service.read(
+                target=target, context=context, max_tokens=max_tokens, cursor=cursor
+            ),
+            output,
+            read_markdown,
         )
 
     @server.tool(title="Related documents", annotations=READ_ONLY)
@@ -730,19 +731,17 @@ def build_server(service: AgentService) -> MCPServer:
     ) -> Annotated[CallToolResult, RelatedReply]:
         """Documents linked to or from a document (up to `depth` hops) and documents similar
         to it in meaning."""
-        return _guard(
-            lambda: reply(
-                service.related(document=document, depth=depth, kind=kind, limit=limit),
-                output,
-                related_markdown,
-            )
+        return reply(
+            lambda: service.related(document=document, depth=depth, kind=kind, limit=limit),
+            output,
+            related_markdown,
         )
 
     @server.tool(title="Index status", annotations=READ_ONLY)
     def status(output: OutputArg = "markdown") -> Annotated[CallToolResult, StatusReply]:
         """Documents and sections indexed, pending changes, skipped files with reasons, last
         update, model."""
-        return _guard(lambda: reply(service.status(), output, status_markdown))
+        return reply(service.status, output, status_markdown)
 
     return server
 
