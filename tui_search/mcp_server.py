@@ -27,6 +27,7 @@ from typing import Annotated, Any, Literal
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
@@ -624,13 +625,42 @@ OutputArg = Annotated[
 ]
 
 
+def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with every local ``$ref`` replaced by its definition (no recursion here)."""
+    defs = schema.get("$defs", {})
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/") and len(node) == 1:
+                return walk(defs[ref.rsplit("/", 1)[1]])
+            return {k: walk(v) for k, v in node.items() if k != "$defs"}
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        return node
+
+    return dict(walk(schema))
+
+
 def build_server(service: AgentService) -> MCPServer:
     """An MCPServer with the five read-only tools over ``service``."""
     from tui_search import __version__
 
-    server = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, version=__version__)
+    tools: list[Tool] = []
 
-    @server.tool(title="Search sections", annotations=READ_ONLY)
+    def tool(title: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        def add(fn: Callable[..., Any]) -> Callable[..., Any]:
+            t = Tool.from_function(fn, title=title, annotations=READ_ONLY)
+            if t.fn_metadata.output_schema is not None:
+                # self-contained schemas: clients re-validate every reply against them, and
+                # a schema without $ref is about twice as fast to check
+                t.fn_metadata.output_schema = inline_refs(t.fn_metadata.output_schema)
+            tools.append(t)
+            return fn
+
+        return add
+
+    @tool("Search sections")
     def search(
         query: QueryArg = "",
         exact_terms: ExactArg = [],  # noqa: B006 - pydantic copies defaults
@@ -662,7 +692,7 @@ def build_server(service: AgentService) -> MCPServer:
             search_markdown,
         )
 
-    @server.tool(title="Find documents", annotations=READ_ONLY)
+    @tool("Find documents")
     def find_documents(
         query: QueryArg = "",
         exact_terms: ExactArg = [],  # noqa: B006
@@ -679,7 +709,7 @@ def build_server(service: AgentService) -> MCPServer:
         req = SearchRequest(query, exact_terms, mode, tags, path, under, limit, cursor)
         return reply(lambda: service.find_documents(req), output, documents_markdown)
 
-    @server.tool(title="Read a section or document", annotations=READ_ONLY)
+    @tool("Read a section or document")
     def read(
         target: Annotated[
             str | None,
@@ -715,7 +745,7 @@ def build_server(service: AgentService) -> MCPServer:
             read_markdown,
         )
 
-    @server.tool(title="Related documents", annotations=READ_ONLY)
+    @tool("Related documents")
     def related(
         document: Annotated[
             str,
@@ -737,13 +767,13 @@ def build_server(service: AgentService) -> MCPServer:
             related_markdown,
         )
 
-    @server.tool(title="Index status", annotations=READ_ONLY)
+    @tool("Index status")
     def status(output: OutputArg = "markdown") -> Annotated[CallToolResult, StatusReply]:
         """Documents and sections indexed, pending changes, skipped files with reasons, last
         update, model."""
         return reply(service.status, output, status_markdown)
 
-    return server
+    return MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, version=__version__, tools=tools)
 
 
 def serve(settings: Settings, *, watch: bool = True) -> int:
