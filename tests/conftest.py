@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import re
 import shutil
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -67,6 +69,40 @@ class FakeEmbedder:
 @pytest.fixture
 def fake_embedder() -> FakeEmbedder:
     return FakeEmbedder()
+
+
+class GatedEmbedder:
+    """The fake embedder, but ``encode`` waits for ``gate`` unless ``passes(texts)``
+    (tests that look at the app while the index is being built)."""
+
+    name = "gated"
+
+    def __init__(
+        self,
+        inner: FakeEmbedder,
+        gate: threading.Event,
+        passes: Callable[[list[str]], bool] | None = None,
+    ) -> None:
+        self.inner, self.gate, self.passes = inner, gate, passes
+        self.dim, self.fingerprint = inner.dim, inner.fingerprint
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        if self.passes is None or not self.passes(texts):
+            self.gate.wait(30)
+        return self.inner.encode(texts)
+
+
+@pytest.fixture
+def gated_embedder(fake_embedder: FakeEmbedder) -> Iterator[Callable[..., GatedEmbedder]]:
+    """``gated_embedder(passes=None)``: an embedder held until the test ends (or its gate is set)."""
+    gate = threading.Event()
+
+    def make(passes: Callable[[list[str]], bool] | None = None) -> GatedEmbedder:
+        return GatedEmbedder(fake_embedder, gate, passes)
+
+    make.gate = gate  # type: ignore[attr-defined]
+    yield make
+    gate.set()
 
 
 @pytest.fixture

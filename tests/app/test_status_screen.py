@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -48,27 +47,17 @@ async def test_status_screen_lists_figures_and_opens_a_skipped_file(
 
 
 async def test_first_index_shows_progress_and_search_works_meanwhile(
-    tmp_path: Path, app_factory: AppFactory, fake_embedder: Any, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, app_factory: AppFactory, gated_embedder: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     docs = {
         f"notes/n{i:02d}.md": f"# Note {i}\n\nzebra{i} text about topic {i}.\n" for i in range(6)
     }
     ws = write_workspace(tmp_path / "ws", docs)
     monkeypatch.setattr(engine_module, "FIRST_INDEX_BATCH", 2)
-    gate = threading.Event()
-
-    class GatedEmbedder:
-        dim = fake_embedder.dim
-        fingerprint = fake_embedder.fingerprint
-        name = "gated"
-
-        def encode(self, texts: list[str]) -> Any:
-            # the first batch (n00, n01) and the query go through; then indexing waits
-            if any("zebra0" not in t and "zebra1" not in t for t in texts):
-                gate.wait(20)
-            return fake_embedder.encode(texts)
-
-    app = app_factory(ws, engine_factory=lambda s: SearchEngine(s, embedder=GatedEmbedder()))
+    # the first batch (n00, n01) and the query go through; then indexing waits
+    embedder = gated_embedder(lambda texts: all("zebra0" in t or "zebra1" in t for t in texts))
+    gate = gated_embedder.gate
+    app = app_factory(ws, engine_factory=lambda s: SearchEngine(s, embedder=embedder))
     try:
         async with app.run_test(size=(120, 40)) as pilot:
             screen = app.search_screen
@@ -83,7 +72,10 @@ async def test_first_index_shows_progress_and_search_works_meanwhile(
             assert "files/s" in message and "left" in message
             assert not app.index_ready
             screen.query_input.value = "zebra0"
-            await pilot.pause(0.5)
+            for _ in range(100):  # the search runs while the index thread waits
+                await pilot.pause(0.05)
+                if screen.results.entries and not screen.busy:
+                    break
             found = [e.file_path for e in screen.results.entries]
             # the first batch (two files) is searchable; the rest is not indexed yet
             assert found[0] == "notes/n00.md" and set(found) <= {"notes/n00.md", "notes/n01.md"}

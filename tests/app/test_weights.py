@@ -116,3 +116,40 @@ def test_bad_keymap_is_a_config_error() -> None:
     config.write_text("keymap = 3\n", encoding="utf-8")
     with pytest.raises(ConfigError, match="keymap"):
         load_settings()
+
+
+async def test_query_history_is_recalled_per_workspace(
+    workspace: Path, app_factory: AppFactory
+) -> None:
+    app = app_factory(workspace)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        screen = app.search_screen
+        for query in ("backup", "restore steps", "sourdough"):
+            await search(pilot, query)
+            await pilot.press("enter")  # used: goes to the preview and into the history
+            await settle(pilot)
+            screen.query_input.focus()
+        screen.query_input.value = ""
+        await settle(pilot)
+        await pilot.press("up")
+        await settle(pilot)
+        assert screen.query_input.value == "sourdough"
+        assert screen.results.entries  # the recalled query ran
+        await pilot.press("ctrl+up")
+        await settle(pilot)
+        assert screen.query_input.value == "restore steps"
+        await pilot.press("ctrl+up", "ctrl+up", "ctrl+up")  # stops at the oldest
+        await settle(pilot)
+        assert screen.query_input.value == "backup"
+        await pilot.press("ctrl+down")
+        await settle(pilot)
+        assert screen.query_input.value == "restore steps"
+    assert WorkspaceMemory(workspace).history() == ["backup", "restore steps", "sourdough"]
+    again = app_factory(workspace)
+    async with again.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        await pilot.press("down")  # empty bar: down goes to newer, i.e. back to empty
+        await pilot.press("up")
+        await settle(pilot)
+        assert again.search_screen.query_input.value == "sourdough"

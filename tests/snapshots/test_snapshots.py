@@ -278,7 +278,7 @@ def test_first_index_progress(
     snap_compare: Any,
     workspace: Path,
     build: Any,
-    fake_embedder: Any,
+    gated_embedder: Any,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from tui_search.core import engine as engine_module
@@ -288,20 +288,10 @@ def test_first_index_progress(
     # a fixed clock for the rate and time left: 2 files in 4 s
     clock = iter([100.0] + [104.0] * 10_000)
     monkeypatch.setattr(search_module, "clock", lambda: next(clock))
-    gate = threading.Event()
-
-    class GatedEmbedder:
-        dim = fake_embedder.dim
-        fingerprint = fake_embedder.fingerprint
-        name = "gated"
-
-        def encode(self, texts: list[str]) -> Any:
-            # the first batch (architecture/storage.md, guides/backups.md) goes through
-            if any("Storage" not in t and "Backups" not in t for t in texts):
-                gate.wait(30)
-            return fake_embedder.encode(texts)
-
-    app = build(workspace, engine_factory=lambda s: SearchEngine(s, embedder=GatedEmbedder()))
+    # the first batch (architecture/storage.md, guides/backups.md) goes through
+    embedder = gated_embedder(lambda texts: all("Storage" in t or "Backups" in t for t in texts))
+    gate = gated_embedder.gate
+    app = build(workspace, engine_factory=lambda s: SearchEngine(s, embedder=embedder))
     app.exit_grace = 0.1
 
     async def run_before(pilot: Pilot[Any]) -> None:

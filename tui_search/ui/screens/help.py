@@ -35,7 +35,8 @@ HELP_SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
         "Query bar",
         [
             ("type", "search as you type (hybrid by default)"),
-            ("up / down", "move through the results"),
+            ("up / down", "move through the results; in an empty bar: earlier queries"),
+            ("ctrl+up / ctrl+down", "older / newer query of this workspace (history)"),
             ("enter", "show the selected section in the preview"),
         ],
     ),
@@ -92,7 +93,9 @@ def binding_ids() -> list[tuple[str, str, str]]:
     from tui_search.ui.widgets.preview import PreviewPane
 
     out: list[tuple[str, str, str]] = []
-    for owner in (TuiSearchApp, SearchScreen, PreviewPane, StatusScreen):
+    from tui_search.ui.screens.search import QueryInput
+
+    for owner in (TuiSearchApp, SearchScreen, QueryInput, PreviewPane, StatusScreen):
         for b in owner.BINDINGS:
             if isinstance(b, Binding) and b.id:
                 out.append((b.id, b.key, b.description))

@@ -54,6 +54,8 @@ class QueryInput(Input):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("down", "screen.results_down", "Next result", show=False),
         Binding("up", "screen.results_up", "Previous result", show=False),
+        Binding("ctrl+up", "screen.history(1)", "Older query", show=False, id="history-back"),
+        Binding("ctrl+down", "screen.history(-1)", "Newer query", show=False, id="history-forward"),
     ]
 
 
@@ -125,6 +127,9 @@ class SearchScreen(Screen[None]):
         self._keep: Selection | None = None
         self.last_results: SearchResults | None = None
         #: First-index progress: when it started, and the last (files done, total, detail).
+        #: Position in the query history while recalling (-1 = not recalling).
+        self._history_pos = -1
+        self._recalled: str | None = None  # the query text a recall put in the bar
         self._index_started: float | None = None
         self._files_progress: tuple[int, int, str] | None = None
 
@@ -373,6 +378,9 @@ class SearchScreen(Screen[None]):
     # -- searching ----------------------------------------------------------------------
     @on(Input.Changed, "#query")
     def _query_changed(self, event: Input.Changed) -> None:
+        if event.value != self._recalled:
+            self._history_pos = -1  # typing starts over from the newest query
+        self._recalled = None
         self._keep = None
         self._cancel_pending_search()
         if not self.wants_search():
@@ -551,20 +559,58 @@ class SearchScreen(Screen[None]):
         if entry is not None and entry.kind == "more":
             self.run_search(append=True)
             return
+        self.remember_query()
         self.preview.focus()
 
     @on(Input.Submitted, "#query")
     def _submitted(self) -> None:
+        self.remember_query()
         if self.results.current is not None:
             self.preview.focus()
 
     def action_results_down(self) -> None:
-        if self.results.display and self.results.option_count:
+        if not self.query_input.value.strip():
+            self.action_history(-1)
+        elif self.results.display and self.results.option_count:
             self.results.action_cursor_down()
 
     def action_results_up(self) -> None:
-        if self.results.display and self.results.option_count:
+        if not self.query_input.value.strip():
+            self.action_history(1)
+        elif self.results.display and self.results.option_count:
             self.results.action_cursor_up()
+
+    # -- query history ---------------------------------------------------------------------
+    def action_history(self, step: int) -> None:
+        """Recall an older (``step`` 1) or newer (-1) query of this workspace."""
+        history = self.tui.memory.history()
+        if not history:
+            self.notify("No earlier queries in this workspace yet.", timeout=2)
+            return
+        position = self._history_pos + step
+        if position < 0:  # newer than the newest: an empty bar again
+            self._history_pos = -1
+            self._set_query("")
+            return
+        position = min(position, len(history) - 1)
+        self._history_pos = position
+        self._set_query(history[-1 - position])
+
+    def _set_query(self, text: str) -> None:
+        self._recalled = text
+        self.query_input.value = text
+        self.query_input.cursor_position = len(text)
+
+    def remember_query(self) -> None:
+        """Keep the current query in this workspace's history (it was used)."""
+        query = self.query_input.value.strip()
+        if not query:
+            return
+        try:
+            self.tui.memory.add_query(query)
+        except OSError as exc:
+            self.notify(f"cannot save the query history: {exc}", severity="warning", timeout=3)
+        self._history_pos = -1
 
     def on_resize(self) -> None:
         if self.results.current is not None:
@@ -698,6 +744,7 @@ class SearchScreen(Screen[None]):
             return
         # a followed document opened at its top has no section: copy its path
         ident = where[2] or where[0]
+        self.remember_query()
         self.app.copy_to_clipboard(ident)
         self.notify(f"copied {sanitize_terminal(ident)}", timeout=2)
 
@@ -707,6 +754,7 @@ class SearchScreen(Screen[None]):
             self.notify("Nothing selected.", severity="warning", timeout=2)
             return
         file_path, line, section_id = where
+        self.remember_query()
         if not self.tui.open_in_editor(file_path, line):
             return
         if self.preview.followed is None:

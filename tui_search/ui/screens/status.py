@@ -121,32 +121,18 @@ def status_content(
 
 
 def file_rows(status: IndexStatus) -> list[tuple[Content, str]]:
-    rows: list[tuple[Content, str]] = []
-    for path, reason in status.skipped:
-        rows.append(
-            (
-                Content.assemble(
-                    ("skipped  ", "bold $warning"),
-                    (_one_line(path), "bold"),
-                    "  ",
-                    (_one_line(reason), "$text-muted"),
-                ),
-                path,
-            )
+    """(prompt, path) of every skipped file and every file indexed with warnings."""
+    listed = [("skipped  ", "bold $warning", path, reason) for path, reason in status.skipped]
+    listed += [("warning  ", "bold $accent", p, "; ".join(w)) for p, w in status.warnings]
+    return [
+        (
+            Content.assemble(
+                (label, style), (_one_line(path), "bold"), "  ", (_one_line(why), "$text-muted")
+            ),
+            path,
         )
-    for path, warnings in status.warnings:
-        rows.append(
-            (
-                Content.assemble(
-                    ("warning  ", "bold $accent"),
-                    (_one_line(path), "bold"),
-                    "  ",
-                    (_one_line("; ".join(warnings)), "$text-muted"),
-                ),
-                path,
-            )
-        )
-    return rows
+        for label, style, path, why in listed
+    ]
 
 
 class StatusScreen(ModalScreen[None]):

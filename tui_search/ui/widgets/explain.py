@@ -96,6 +96,20 @@ def explain_content(hit: Hit, why: Explanation | None, position: int | None) -> 
         else "none"
     )
     rows.append(Content.assemble(("boost     ", "bold"), (f"{boost}", "$text-muted")))
+    fused = (
+        why.keyword_weight * why.keyword_norm
+        + cosine_w * why.cosine_norm
+        + soft_w * why.soft_match_norm
+    )
+    if fused > 0 and why.boost > 0:
+        # the fusion scales the weighted sum by how sure the arms are for this query
+        scale = why.relevance / (fused * why.boost)
+        rows.append(
+            Content.assemble(
+                ("fused     ", "bold"),
+                (f"{fused:.2f} × confidence {scale:.2f}", "$text-muted"),
+            )
+        )
     rows.append(
         Content.assemble(
             (f"{'final':<10}", "bold"),

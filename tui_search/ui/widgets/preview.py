@@ -25,6 +25,7 @@ from textual.worker import get_current_worker
 
 from tui_search.core.chunking import slugify
 from tui_search.core.errors import TuiSearchError
+from tui_search.core.snippets import Highlighter
 from tui_search.core.textsafe import sanitize_terminal
 from tui_search.ui.messages import PreviewReady
 from tui_search.ui.render import (
@@ -41,12 +42,23 @@ from tui_search.ui.render import (
 if TYPE_CHECKING:
     from tui_search.core.engine import SearchEngine
     from tui_search.core.results import Hit
-    from tui_search.core.snippets import Highlighter
     from tui_search.core.store import FileRecord
 
 PREVIEW_DEBOUNCE = 0.06
 #: How many followed links ``back`` remembers.
 HISTORY_SIZE = 50
+
+
+@dataclass(frozen=True)
+class RenderJob:
+    """What one render of the preview needs (built on the UI thread, used in the worker)."""
+
+    path: str
+    selected: SectionSpan | None
+    anchor: str
+    highlight: Highlighter | None
+    width: int
+    styles: PreviewStyles
 
 
 @dataclass(frozen=True)
@@ -215,9 +227,8 @@ class PreviewPane(ScrollView, can_focus=True):
         if key == self._key:
             return
         self._key = key
-        self._render_worker(
-            key, path, selected, anchor, highlight, width, self.styles_from_theme(), keep_scroll
-        )
+        job = RenderJob(path, selected, anchor, highlight, width, self.styles_from_theme())
+        self._render_worker(key, job, keep_scroll)
 
     def styles_from_theme(self) -> PreviewStyles:
         variables = self.app.get_css_variables()
@@ -243,24 +254,12 @@ class PreviewPane(ScrollView, can_focus=True):
         )
 
     @work(thread=True, exclusive=True, group="preview", exit_on_error=False, description="preview")
-    def _render_worker(
-        self,
-        key: tuple[object, ...],
-        path: str,
-        selected: SectionSpan | None,
-        anchor: str,
-        highlight: Highlighter | None,
-        width: int,
-        styles: PreviewStyles,
-        keep_scroll: bool,
-    ) -> None:
+    def _render_worker(self, key: tuple[object, ...], job: RenderJob, keep_scroll: bool) -> None:
         worker = get_current_worker()
         engine = self.engine
         assert engine is not None
         try:
-            rendered = self._read_and_render(
-                engine, path, selected, anchor, highlight, width, styles
-            )
+            rendered = self._read_and_render(engine, job)
         except Exception as exc:  # noqa: BLE001 - shown in the pane
             error = str(exc) if isinstance(exc, TuiSearchError) else f"{type(exc).__name__}: {exc}"
             if not worker.is_cancelled:
@@ -269,24 +268,16 @@ class PreviewPane(ScrollView, can_focus=True):
         if not worker.is_cancelled:
             self.post_message(PreviewReady(rendered, key, keep_scroll))
 
-    def _read_and_render(
-        self,
-        engine: SearchEngine,
-        path: str,
-        selected: SectionSpan | None,
-        anchor: str,
-        highlight: Highlighter | None,
-        width: int,
-        styles: PreviewStyles,
-    ) -> RenderedPreview:
-        """Read and render ``path`` (worker thread)."""
+    def _read_and_render(self, engine: SearchEngine, job: RenderJob) -> RenderedPreview:
+        """Read and render the job's document (worker thread)."""
+        path, selected = job.path, job.selected
         text = engine.read_document(path)
         record = engine.file(path)
         sections = [
             SectionSpan(c.section_id, c.line_start, c.line_end) for c in engine.sections(path)
         ]
-        if selected is None and anchor:
-            selected = section_for_anchor(sections, anchor)
+        if selected is None and job.anchor:
+            selected = section_for_anchor(sections, job.anchor)
         meta = DocumentMeta(title=path)
         if record is not None:
             links_to, linked_from = link_entries(engine, path, record)
@@ -299,12 +290,12 @@ class PreviewPane(ScrollView, can_focus=True):
         return render_preview(
             text,
             file_path=path,
-            width=width,
+            width=job.width,
             sections=sections,
             selected=selected,
-            highlight=highlight,
+            highlight=job.highlight,
             meta=meta,
-            styles=styles,
+            styles=job.styles,
             window=self.window,
         )
 
@@ -345,9 +336,12 @@ class PreviewPane(ScrollView, can_focus=True):
         target = previous if keep_scroll else max(0, rendered.section_top - 1)
 
         # after the refresh: the new virtual size must be in place before scrolling is clamped
+        def shown() -> None:
+            self._shown_key = key
+
         def scroll() -> None:
             self.scroll_to(x=0, y=target, animate=False, immediate=True)
-            self._shown_key = key
+            self.call_after_refresh(shown)  # drawn at its place: no longer busy
 
         self.call_after_refresh(scroll)
         self.refresh()
