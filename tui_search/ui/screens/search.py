@@ -16,6 +16,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
+from textual.css.query import NoMatches
 from textual.reactive import var
 from textual.screen import Screen
 from textual.timer import Timer
@@ -466,7 +467,11 @@ class SearchScreen(Screen[None]):
             self.post_message(SearchDone(request, results, error, append))
 
     def on_search_done(self, message: SearchDone) -> None:
-        if message.request != self.request():
+        try:
+            current = self.request()
+        except NoMatches:  # a search that finished while the app was closing
+            return
+        if message.request != current:
             return  # stale: the query, mode, grouping, community or weights changed since
         if message.error or message.results is None:
             self.results.clear_results()
