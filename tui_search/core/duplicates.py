@@ -8,7 +8,6 @@ results costs one small matrix comparison. Texts too short to shingle compare by
 
 from __future__ import annotations
 
-import re
 import zlib
 from collections.abc import Sequence
 
@@ -21,29 +20,42 @@ _PRIME = (1 << 61) - 1
 _rng = np.random.default_rng(20261123)
 _A = _rng.integers(1, _PRIME, NUM_HASHES, dtype=np.uint64)
 _B = _rng.integers(0, _PRIME, NUM_HASHES, dtype=np.uint64)
-_WORD = re.compile(r"\w+")
 
 
-def shingles(text: str, size: int = SHINGLE) -> np.ndarray:
-    """Hashes of the text's lower-cased word ``size``-grams (one per text when shorter).
+def page_shingles(texts: Sequence[str], size: int = SHINGLE) -> tuple[np.ndarray, np.ndarray]:
+    """Shingle hashes of every text of a page in one array, and where each text's run starts.
 
-    Word ids are CRC32s (stable across runs); a shingle's hash mixes its word ids."""
-    ids = np.fromiter(
-        (zlib.crc32(w.encode()) for w in _WORD.findall(text.lower())), dtype=np.uint64
-    )
-    if len(ids) < size:
-        return np.array([int(ids.sum()) if len(ids) else 0], dtype=np.uint64)
-    mixed = np.zeros(len(ids) - size + 1, dtype=np.uint64)
-    for k in range(size):  # a polynomial over the window's word ids
-        mixed = mixed * np.uint64(1_000_003) + ids[k : len(ids) - size + 1 + k]
-    return np.unique(mixed)
+    Words are split on whitespace after lower-casing; a word's id is its CRC32 (stable across
+    runs, computed once per distinct word of the page); a shingle mixes the ids of ``size``
+    consecutive words. A text shorter than ``size`` words is one shingle (the sum of its ids)."""
+    words = [t.lower().split() for t in texts]
+    ids: dict[str, int] = {}
+    for ws in words:
+        ids.update((w, zlib.crc32(w.encode())) for w in set(ws).difference(ids))
+    flat = np.array([ids[w] for ws in words for w in ws], dtype=np.uint64)
+    lengths = np.array([len(ws) for ws in words], dtype=np.int64)
+    ends = np.cumsum(lengths)
+    starts = ends - lengths
+    # a polynomial over each window of ``size`` words (windows that cross texts are dropped)
+    count = max(len(flat) - size + 1, 0)
+    mixed = np.zeros(count, dtype=np.uint64)
+    for k in range(size):
+        mixed = mixed * np.uint64(1_000_003) + flat[k : k + count]
+    pieces: list[np.ndarray] = []
+    for start, length in zip(starts.tolist(), lengths.tolist(), strict=True):
+        if length >= size:
+            pieces.append(mixed[start : start + length - size + 1])
+        else:
+            pieces.append(np.array([int(flat[start : start + length].sum())], dtype=np.uint64))
+    offsets = np.cumsum([0] + [len(x) for x in pieces[:-1]])
+    return np.concatenate(pieces), offsets
 
 
-def signature(hashes: np.ndarray) -> np.ndarray:
-    """MinHash signature: for each of the hash functions, the smallest hashed shingle."""
+def signatures(hashes: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """MinHash signatures (one row per text): per hash function, the smallest hashed shingle."""
     # (a * h + b) mod 2^64 keeps to uint64 arithmetic; the low bits are well mixed enough
     mixed = hashes[None, :] * _A[:, None] + _B[:, None]
-    return np.asarray(mixed.min(axis=1))
+    return np.asarray(np.minimum.reduceat(mixed, offsets, axis=1).T)
 
 
 def near_duplicate_groups(
@@ -56,14 +68,10 @@ def near_duplicate_groups(
     """
     if not texts:
         return []
-    sigs = np.stack([signature(shingles(t)) for t in texts])
+    sigs = signatures(*page_shingles(texts))
     similar = (sigs[:, None, :] == sigs[None, :, :]).mean(axis=2) >= threshold
-    leader = list(range(len(texts)))
     groups: dict[int, list[int]] = {}
     for i in range(len(texts)):
-        for j in groups:  # leaders so far, in rank order
-            if similar[i, j]:
-                leader[i] = j
-                break
-        groups.setdefault(leader[i], []).append(i)
+        leader = next((j for j in groups if similar[i, j]), i)  # leaders so far, in rank order
+        groups.setdefault(leader, []).append(i)
     return list(groups.values())

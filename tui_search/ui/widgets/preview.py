@@ -337,6 +337,8 @@ class PreviewPane(ScrollView, can_focus=True):
 
         # after the refresh: the new virtual size must be in place before scrolling is clamped
         def shown() -> None:
+            # again once the layout has the new size (the first scroll may have been clamped)
+            self.scroll_to(x=0, y=target, animate=False, immediate=True)
             self._shown_key = key
 
         def scroll() -> None:
