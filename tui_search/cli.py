@@ -286,6 +286,11 @@ def cmd_app(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # file names that are not valid UTF-8 reach us as surrogate escapes: print them escaped
+    # instead of failing with UnicodeEncodeError
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.version:

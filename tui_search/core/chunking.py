@@ -97,6 +97,8 @@ class ParsedDocument:
     chunks: list[Chunk]
     front_matter: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    #: explicit anchors (``<a name>``, ``id=``, ``{#id}``) -> the slug of their section
+    anchors: dict[str, str] = field(default_factory=dict)
 
 
 @lru_cache(maxsize=1)
@@ -165,14 +167,48 @@ def _inline_text(token: Token) -> str:
     return "".join(parts)
 
 
-def _heading_text(token: Token) -> str:
+_ANCHOR_ATTR_RE = re.compile(
+    r"""<[a-zA-Z][\w-]*\s[^>]*?\b(?:name|id)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'=<>`]+))"""
+)
+_ATTR_LIST_RE = re.compile(r"\s*\{:?\s*#([^\s{}]+)[^{}]*\}\s*$")  # ``## Title {#id .cls}``
+_ANCHORS_ONLY_RE = re.compile(r"\A(?:\s*<a\s[^>]*>\s*(?:</a\s*>)?)+\s*\Z", re.IGNORECASE)
+
+
+def html_anchors(html: str) -> list[str]:
+    """The ``id`` / ``name`` values of the tags in an HTML fragment."""
+    return [next(g for g in m.groups() if g is not None) for m in _ANCHOR_ATTR_RE.finditer(html)]
+
+
+def _anchor_only_block(tokens: list[Token], i: int) -> list[str]:
+    """The anchors of a block made only of anchor tags (an HTML block, or a paragraph of
+    inline tags), else []."""
+    tok = tokens[i]
+    if tok.type == "html_block":
+        return html_anchors(tok.content) if _ANCHORS_ONLY_RE.match(tok.content) else []
+    if tok.type == "paragraph_open" and i + 1 < len(tokens) and tokens[i + 1].type == "inline":
+        html = "".join(c.content for c in tokens[i + 1].children or [] if c.type != "softbreak")
+        return html_anchors(html) if _ANCHORS_ONLY_RE.match(html) else []
+    return []
+
+
+def heading_text(token: Token) -> tuple[str, list[str]]:
+    """A heading's text as GitHub reads it (inline HTML dropped, a trailing ``{#id}`` taken
+    off), and the explicit anchors it carries (``<a name=...>``, ``id=...``, ``{#id}``)."""
     parts = []
+    anchors: list[str] = []
     for child in token.children or []:
-        if child.type in ("text", "code_inline", "html_inline"):
+        if child.type in ("text", "code_inline"):
             parts.append(child.content)
         elif child.type in ("softbreak", "hardbreak"):
             parts.append(" ")
-    return " ".join("".join(parts).split())
+        elif child.type == "html_inline":
+            anchors.extend(html_anchors(child.content))  # the tag itself is not text
+    text = " ".join("".join(parts).split())
+    m = _ATTR_LIST_RE.search(text)
+    if m:
+        anchors.append(m.group(1))
+        text = text[: m.start()].rstrip()
+    return text, [a for a in anchors if a.strip()]
 
 
 def resolve_relative_link(href: str, source_path: str) -> tuple[str, str] | None:
@@ -212,8 +248,13 @@ def parse_document(
     doc: str | None = None,
     max_tokens: int = 512,
     min_overlap: int = 50,
+    max_sections: int | None = None,
 ) -> ParsedDocument:
-    """Parse one markdown file. Never raises on content: bad parts become warnings."""
+    """Parse one markdown file. Never raises on content: bad parts become warnings.
+
+    After ``max_sections`` headings, further headings no longer start sections: their text
+    stays in the last section (split into chunks by size like any long section), and a warning
+    says how many were folded in."""
     doc = doc if doc is not None else doc_id_for(file_path)
     warnings: list[str] = []
     front, body, offset, fm_warning = split_front_matter(text)
@@ -236,6 +277,9 @@ def parse_document(
     first_h1: str | None = None
     block_starts: list[int] = []
     preamble_tags: list[str] = []
+    anchors: dict[str, str] = {}
+    pending_anchors: list[str] = []  # from an anchor-only HTML block just above a heading
+    folded = 0  # headings past max_sections
 
     def add_section(heading: str, level: int, line: int, body_start: int) -> None:
         nonlocal stack
@@ -258,8 +302,16 @@ def parse_document(
             block_starts.append(tok.map[0])
         if tok.type == "heading_open" and tok.level == 0 and tok.map is not None:
             inline = tokens[i + 1] if i + 1 < len(tokens) else None
-            heading = (
-                _heading_text(inline) if inline is not None and inline.type == "inline" else ""
+            if max_sections is not None and len(sections) >= max_sections:
+                folded += 1  # over the limit: an ordinary block of the last section
+                block_starts.append(tok.map[0])
+                if inline is not None:
+                    _collect_inline(inline, file_path, links, sections[-1].tags)
+                pending_anchors = []
+                i += 3
+                continue
+            heading, own_anchors = (
+                heading_text(inline) if inline is not None and inline.type == "inline" else ("", [])
             )
             level = int(tok.tag[1:]) if tok.tag[1:].isdigit() else 1
             if level == 1 and first_h1 is None and heading:
@@ -267,10 +319,16 @@ def parse_document(
             if sections:
                 sections[-1].body_end = tok.map[0]
             add_section(heading, level, tok.map[0], tok.map[1])
+            for a in pending_anchors + own_anchors:
+                anchors.setdefault(a, sections[-1].slug)
+            pending_anchors = []
             if inline is not None:
                 _collect_inline(inline, file_path, links, sections[-1].tags)
             i += 3
             continue
+        if tok.level == 0 and tok.map is not None:
+            # ``<a name="x"></a>`` alone above a heading names that heading
+            pending_anchors = _anchor_only_block(tokens, i)
         if tok.type == "inline":
             _collect_inline(tok, file_path, links, sections[-1].tags if sections else preamble_tags)
         i += 1
@@ -286,7 +344,7 @@ def parse_document(
     all_sections: list[_Section] = []
     first_heading_line = sections[0].heading_line if sections else len(lines)
     preamble_text = "\n".join(lines[:first_heading_line])
-    if preamble_text.strip():
+    if preamble_text.strip() and not _ANCHORS_ONLY_RE.match(preamble_text):
         all_sections.append(
             _Section(title, 0, (), PREAMBLE_SLUG, -1, 0, first_heading_line, preamble_tags)
         )
@@ -330,6 +388,11 @@ def parse_document(
                     content_hash=chunk_hash,
                 )
             )
+    if folded:
+        warnings.append(
+            f"{max_sections + folded:,} headings, over the limit of {max_sections:,} sections "
+            f"per file: the last {folded:,} are indexed as text of the section before them"
+        )
     parent_value = front.get("parent")
     parent = str(parent_value).strip() if isinstance(parent_value, (str, int, float)) else None
     return ParsedDocument(
@@ -342,6 +405,7 @@ def parse_document(
         chunks=chunks,
         front_matter=front,
         warnings=warnings,
+        anchors={a: slug for a, slug in anchors.items() if a != slug},
     )
 
 

@@ -19,6 +19,7 @@ from whoosh import query as Q
 from tui_search.config import Settings
 from tui_search.core.embedding import Embedder, Model2VecEmbedder, TokenEmbedder
 from tui_search.core.errors import IndexBusyError, QueryError, TuiSearchError
+from tui_search.core.textsafe import clean_query_text
 from tui_search.core.indexer import Indexer, ProgressCallback, SyncReport
 from tui_search.core.lexical import (
     LexicalParams,
@@ -196,6 +197,12 @@ class SearchEngine:
     def sections(self, file_path: str) -> list[ChunkRecord]:
         return self.indexer.store.chunks_for_path(file_path)
 
+    def resolve_anchor(self, file_path: str, anchor: str) -> str:
+        """The heading slug a link's ``#anchor`` means in ``file_path``: an explicit anchor
+        (``<a name>``, ``id=``, ``{#id}``) becomes its section's slug; anything else is
+        returned as it is."""
+        return self.indexer.store.anchor_slug(file_path, anchor) or anchor
+
     def read_document(self, file_path: str) -> str:
         """The current text of a workspace file (for the preview)."""
         from tui_search.core.workspace import read_file
@@ -213,7 +220,11 @@ class SearchEngine:
         """Compile a query string (query language) into a plan for both arms."""
         from tui_search.core.query import compile_query
 
-        return compile_query(query, self)
+        query, note = clean_query_text(query)
+        plan = compile_query(query, self)
+        if note:
+            plan.warnings.append(note)
+        return plan
 
     def embed_query(self, text: str) -> np.ndarray:
         with self._cache_lock:
@@ -251,7 +262,10 @@ class SearchEngine:
         if continuation:
             offset = decode_token(continuation, query_id)
 
-        ranked, weights, fetched = self._rank(plan, mode)
+        try:
+            ranked, weights, fetched = self._rank(plan, mode)
+        except RecursionError:
+            raise QueryError("the query is too complex to run; use fewer terms") from None
         records = (
             fetched
             if fetched is not None

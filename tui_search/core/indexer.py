@@ -322,7 +322,11 @@ class Indexer:
             removed: list[str] = []
             skipped: list[Skipped] = []
             for rel in wanted:
-                info = self.workspace.stat(rel) if self.workspace.wants(rel) else None
+                found = self.workspace.lookup(rel) if self.workspace.wants(rel) else None
+                if isinstance(found, Skipped):
+                    skipped.append(found)  # a FIFO, socket or device: never opened
+                    found = None
+                info = found
                 if info is None:
                     if rel in known:
                         removed.append(rel)
@@ -350,12 +354,12 @@ class Indexer:
             )
             if skipped or removed:
                 with self.store.transaction() as conn:
+                    for p in removed:
+                        conn.execute("DELETE FROM skipped WHERE path = ?", (p,))
                     for s in skipped:
                         conn.execute(
                             "INSERT OR REPLACE INTO skipped VALUES (?, ?)", (s.path, s.reason)
                         )
-                    for p in removed:
-                        conn.execute("DELETE FROM skipped WHERE path = ?", (p,))
         report.skipped = skipped
         report.documents, report.chunks = self.store.counts()
         report.took_ms = (time.perf_counter() - started) * 1000
@@ -370,6 +374,7 @@ class Indexer:
         with self.store.transaction() as conn:
             conn.execute("DELETE FROM chunks")
             conn.execute("DELETE FROM files")
+            conn.execute("DELETE FROM anchors")
             conn.execute("DELETE FROM meta WHERE key = 'dirty'")
         self.lexical.close()
         self.lexical = LexicalIndex.recreate(self.lexical.directory, self.lexical.params)
@@ -435,6 +440,7 @@ class Indexer:
                 parent=parsed_doc.parent,
                 encoding=result.encoding,
                 warnings=tuple(warnings),
+                anchors=tuple(parsed_doc.anchors.items()),
             )
             parsed.append((record, parsed_doc.chunks))
         emit(Progress("parse", total, total))
