@@ -30,13 +30,69 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-WORDS = (
-    "index search query vector token heading section chunk markdown workspace file folder "
-    "watcher embedding model ranking fusion keyword semantic snippet link anchor tag title "
-    "cache manifest writer reader segment batch limit memory process thread signal timeout "
-    "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda sigma omega "
-    "river mountain forest ocean desert valley canyon island harbour bridge tunnel tower"
-).split()
+WORDS = [
+    "index",
+    "search",
+    "query",
+    "vector",
+    "token",
+    "heading",
+    "section",
+    "chunk",
+    "markdown",
+    "workspace",
+    "file",
+    "folder",
+    "watcher",
+    "embedding",
+    "model",
+    "ranking",
+    "fusion",
+    "keyword",
+    "semantic",
+    "snippet",
+    "link",
+    "anchor",
+    "tag",
+    "title",
+    "cache",
+    "manifest",
+    "writer",
+    "reader",
+    "segment",
+    "batch",
+    "limit",
+    "memory",
+    "process",
+    "thread",
+    "signal",
+    "timeout",
+    "alpha",
+    "beta",
+    "gamma",
+    "delta",
+    "epsilon",
+    "zeta",
+    "eta",
+    "theta",
+    "iota",
+    "kappa",
+    "lambda",
+    "sigma",
+    "omega",
+    "river",
+    "mountain",
+    "forest",
+    "ocean",
+    "desert",
+    "valley",
+    "canyon",
+    "island",
+    "harbour",
+    "bridge",
+    "tunnel",
+    "tower",
+]
 
 
 def _words(rng: random.Random, n: int) -> str:

@@ -19,7 +19,6 @@ from whoosh import query as Q
 from tui_search.config import Settings
 from tui_search.core.embedding import Embedder, Model2VecEmbedder, TokenEmbedder
 from tui_search.core.errors import IndexBusyError, QueryError, TuiSearchError
-from tui_search.core.textsafe import clean_query_text
 from tui_search.core.indexer import Indexer, ProgressCallback, SyncReport
 from tui_search.core.lexical import (
     LexicalParams,
@@ -33,6 +32,7 @@ from tui_search.core.ranking import FusionParams, Scored, apply_exact_boost, fin
 from tui_search.core.results import DocumentGroup, Hit, IndexStats, SearchResults, Snippet
 from tui_search.core.softmatch import query_token_weights, soft_match_scores
 from tui_search.core.store import ChunkRecord, FileRecord, vector_key
+from tui_search.core.textsafe import clean_query_text
 from tui_search.core.workspace import Workspace
 
 MODES = ("hybrid", "keyword", "semantic")
