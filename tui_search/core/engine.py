@@ -134,6 +134,7 @@ class SearchEngine:
             max_tokens=settings.max_chunk_tokens,
             min_overlap=settings.min_overlap_tokens,
             max_file_bytes=settings.max_file_bytes,
+            max_sections=settings.max_sections_per_file,
             lexical_params=self.lexical_params,
         )
         self.indexer.check_consistency()

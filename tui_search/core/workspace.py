@@ -35,6 +35,21 @@ class ReadResult:
     text: str
     encoding: str  # "utf-8", or the fallback that decoded it
     raw_hash: str
+    #: the file's size when only its first part was read (over ``max_file_bytes``), else None
+    cut_from: int | None = None
+
+    @property
+    def cut_note(self) -> str | None:
+        if self.cut_from is None:
+            return None
+        return (
+            f"cut: only the first {_mb(len(self.text.encode('utf-8', 'surrogatepass')))} of "
+            f"{_mb(self.cut_from)} indexed (over the max_file_bytes limit)"
+        )
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1e6:.1f} MB"
 
 
 def special_kind(mode: int) -> str | None:
@@ -241,14 +256,28 @@ def decode_bytes(data: bytes) -> tuple[str, str]:
         return data.decode("latin-1"), "latin-1"
 
 
+def _cut(data: bytes, limit: int) -> bytes:
+    """The first ``limit`` bytes, ending at a line break (or at least a whole character)."""
+    head = data[:limit]
+    newline = head.rfind(b"\n")
+    if newline >= limit // 2:
+        head = head[: newline + 1]
+    else:
+        while head and head[-1] & 0xC0 == 0x80:  # inside a UTF-8 sequence
+            head = head[:-1]
+        if head and head[-1] >= 0xC0:
+            head = head[:-1]
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        head = head[: len(head) - len(head) % 2]  # whole UTF-16 code units
+    return head
+
+
 def read_file(info: FileInfo, max_bytes: int) -> ReadResult:
-    """Read and decode one file. Raises OSError (vanished, unreadable) or ValueError (too big)."""
+    """Read and decode one regular file, at most ``max_bytes`` of it (a larger file is cut at a
+    line break and ``cut_from`` says so). Raises OSError (vanished, unreadable) or ValueError
+    (not a regular file, binary)."""
     import hashlib
 
-    if info.size > max_bytes:
-        raise ValueError(
-            f"file is {info.size / 1e6:.1f} MB, over the {max_bytes / 1e6:.0f} MB limit"
-        )
     # O_NONBLOCK: a file that became a FIFO since it was listed must not block the open;
     # fstat then tells what was really opened, and only a regular file is read.
     fd = os.open(info.abs_path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
@@ -257,10 +286,12 @@ def read_file(info: FileInfo, max_bytes: int) -> ReadResult:
         if kind is not None:
             raise ValueError(not_regular_reason(kind))
         data = fh.read(max_bytes + 1)
-    if len(data) > max_bytes:
-        raise ValueError(f"file grew over the {max_bytes / 1e6:.0f} MB limit")
+        cut_from = None
+        if len(data) > max_bytes:
+            cut_from = max(os.fstat(fd).st_size, len(data))
+            data = _cut(data, max_bytes)
     if b"\x00" in data[:8192] and not data.startswith((b"\xff\xfe", b"\xfe\xff")):
         raise ValueError("binary content (NUL bytes)")
     text, encoding = decode_bytes(data)
     text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return ReadResult(text, encoding, hashlib.blake2b(data, digest_size=16).hexdigest())
+    return ReadResult(text, encoding, hashlib.blake2b(data, digest_size=16).hexdigest(), cut_from)
