@@ -173,10 +173,12 @@ def open_synced(args: argparse.Namespace) -> Any:
     (then the index is used as it is, and a note says so)."""
     engine = open_engine(settings_from(args))
     try:
-        _, busy = engine.try_sync(ProgressPrinter(sys.stderr.isatty() and not args.json))
+        report, busy = engine.try_sync(ProgressPrinter(sys.stderr.isatty() and not args.json))
     except BaseException:
         engine.close()
         raise
+    for note in report.repaired if report is not None else engine.indexer.repaired:
+        print(f"tui-search: note: repaired: {note}", file=sys.stderr)
     if busy:
         print(f"tui-search: note: {busy}; using the index as it is", file=sys.stderr)
     return engine

@@ -49,7 +49,7 @@ class ReadResult:
 
 
 def _mb(n: int) -> str:
-    return f"{n / 1e6:.1f} MB"
+    return f"{n / 1e6:.1f} MB" if n >= 1e6 else f"{n / 1e3:.0f} KB"
 
 
 def special_kind(mode: int) -> str | None:
