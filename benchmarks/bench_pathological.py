@@ -275,6 +275,16 @@ def _rss_kb(pid: int) -> int:
     return 0
 
 
+def _cpu_s(pid: int) -> float:
+    """utime + stime of one process, in seconds."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
 def run_once(
     python: str, ws: Path, index_dir: Path, timeout: float, taskset: str | None
 ) -> dict[str, object]:
@@ -288,9 +298,12 @@ def run_once(
     started = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
     peak_kb = peak_procs = 0
+    cpu: dict[int, float] = {}  # last CPU time seen of each process of the tree
     timed_out = False
     while proc.poll() is None:
         pids = _tree(proc.pid)
+        for p in pids:
+            cpu[p] = max(cpu.get(p, 0.0), _cpu_s(p))
         total = sum(_rss_kb(p) for p in pids)
         peak_kb = max(peak_kb, total)
         peak_procs = max(peak_procs, len(pids))
@@ -307,6 +320,7 @@ def run_once(
     took = time.perf_counter() - started
     result: dict[str, object] = {
         "seconds": round(took, 1),
+        "cpu_seconds": round(sum(cpu.values()), 1),
         "peak_rss_mb": round(peak_kb / 1024),
         "max_processes": peak_procs,
         "timed_out": timed_out,
@@ -350,7 +364,7 @@ def main() -> int:
         r = run_once(args.python, ws, args.scratch / f"index-{i}", args.timeout, args.taskset)
         runs.append(r)
         print(
-            f"run {i + 1}: {r['seconds']} s, peak RSS {r['peak_rss_mb']} MB "
+            f"run {i + 1}: {r['seconds']} s wall, {r['cpu_seconds']} s CPU, peak RSS {r['peak_rss_mb']} MB "
             f"({r['max_processes']} processes), timed out: {r['timed_out']}",
             file=sys.stderr,
         )
@@ -361,6 +375,7 @@ def main() -> int:
         "workspace_mb": round(size / 1e6, 1),
         "runs": len(runs),
         "median_seconds": statistics.median(float(r["seconds"]) for r in runs),  # type: ignore[arg-type]
+        "median_cpu_seconds": statistics.median(float(r["cpu_seconds"]) for r in runs),  # type: ignore[arg-type]
         "median_peak_rss_mb": statistics.median(int(r["peak_rss_mb"]) for r in runs),  # type: ignore[call-overload]
         "timed_out": len(runs) - len(ok),
     }
@@ -372,7 +387,8 @@ def main() -> int:
         print(json.dumps(summary))
     else:
         print(f"{summary['label']}")
-        print(f"  index time (median of {len(runs)}): {summary['median_seconds']:.1f} s")
+        print(f"  index time (median of {len(runs)}): {summary['median_seconds']:.1f} s wall")
+        print(f"  CPU time of the process tree (median): {summary['median_cpu_seconds']:.1f} s")
         print(f"  peak RSS, process tree (median): {summary['median_peak_rss_mb']} MB")
         print(f"  documents {summary.get('documents')}, chunks {summary.get('chunks')}")
         if summary["timed_out"]:

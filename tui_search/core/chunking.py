@@ -7,6 +7,7 @@ at block boundaries (paragraphs, fences, lists, tables) with an overlap.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import posixpath
 import re
@@ -131,6 +132,9 @@ def _parse_inline(tokens: list[Token], env: dict[str, Any]) -> int:
             plain += 1
             continue
         budget -= marks
+        if not marks:  # nothing inline markup could make of it: the text is the content
+            tok.children = [Token("text", "", 0, content=tok.content)]
+            continue
         children: list[Token] = []
         md.inline.parse(tok.content, md, env, children)
         for child in children:
@@ -272,7 +276,7 @@ class _Section:
     heading_line: int  # 0-based line of the heading in the body (-1 for the preamble)
     body_start: int  # 0-based first line of the body
     body_end: int  # 0-based exclusive
-    tags: list[str] = field(default_factory=list)
+    tags: dict[str, None] = field(default_factory=dict)  # an ordered set
 
 
 def parse_document(
@@ -318,7 +322,7 @@ def parse_document(
     slug_counts: dict[str, int] = {}
     first_h1: str | None = None
     block_starts: list[int] = []
-    preamble_tags: list[str] = []
+    preamble_tags: dict[str, None] = {}
     anchors: dict[str, str] = {}
     pending_anchors: list[str] = []  # from an anchor-only HTML block just above a heading
     folded = 0  # headings past max_sections
@@ -391,17 +395,14 @@ def parse_document(
             _Section(title, 0, (), PREAMBLE_SLUG, -1, 0, first_heading_line, preamble_tags)
         )
     all_sections.extend(sections)
-    for s in all_sections:
-        for t in s.tags:
-            if t not in doc_tags:
-                doc_tags.append(t)
+    doc_tags = list(dict.fromkeys([*doc_tags, *(t for s in all_sections for t in s.tags)]))
     fm_tags = _front_matter_tags(front.get("tags")) + _front_matter_tags(front.get("tag"))
 
     chunks: list[Chunk] = []
     block_starts = sorted(set(block_starts))
     for s in all_sections:
         section_id = f"{doc}:{s.slug}"
-        tags = tuple(dict.fromkeys(fm_tags + s.tags))
+        tags = tuple(dict.fromkeys([*fm_tags, *s.tags]))
         pieces = _split_section(
             lines, s.body_start, s.body_end, block_starts, max_tokens, min_overlap
         )
@@ -451,12 +452,12 @@ def parse_document(
     )
 
 
-def _collect_inline(token: Token, file_path: str, links: list[Link], tags: list[str]) -> None:
+def _collect_inline(token: Token, file_path: str, links: list[Link], tags: dict[str, None]) -> None:
     text = _inline_text(token)
     for m in _TAG_RE.finditer(text):
         tag = normalize_tag(m.group(1))
-        if tag and tag not in tags:
-            tags.append(tag)
+        if tag:
+            tags.setdefault(tag)
     for m in _WIKILINK_RE.finditer(text):
         target = m.group(1).strip()
         if target:
@@ -488,7 +489,8 @@ def _split_section(
     if total <= max_tokens or end - start <= 1:
         return [(start, end)]
     # Units: block-level ranges; a unit bigger than max_tokens is cut into line groups.
-    cuts = [start] + [b for b in block_starts if start < b < end] + [end]
+    lo, hi = bisect.bisect_right(block_starts, start), bisect.bisect_left(block_starts, end)
+    cuts = [start, *block_starts[lo:hi], end]
     units: list[tuple[int, int, int]] = []
     for a, b in zip(cuts, cuts[1:], strict=False):
         size = count_tokens("\n".join(lines[a:b]))
