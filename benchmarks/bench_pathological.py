@@ -275,6 +275,18 @@ def _rss_kb(pid: int) -> int:
     return 0
 
 
+def _pss_kb(pid: int) -> int:
+    """Proportional set size: pages shared with forked writer processes counted once."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as fh:
+            for line in fh:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
 def _cpu_s(pid: int) -> float:
     """utime + stime of one process, in seconds."""
     try:
@@ -297,7 +309,7 @@ def run_once(
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
     started = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
-    peak_kb = peak_procs = 0
+    peak_kb = peak_pss_kb = peak_procs = 0
     cpu: dict[int, float] = {}  # last CPU time seen of each process of the tree
     timed_out = False
     while proc.poll() is None:
@@ -306,6 +318,7 @@ def run_once(
             cpu[p] = max(cpu.get(p, 0.0), _cpu_s(p))
         total = sum(_rss_kb(p) for p in pids)
         peak_kb = max(peak_kb, total)
+        peak_pss_kb = max(peak_pss_kb, sum(_pss_kb(p) for p in pids))
         peak_procs = max(peak_procs, len(pids))
         if time.perf_counter() - started > timeout:
             timed_out = True
@@ -322,6 +335,7 @@ def run_once(
         "seconds": round(took, 1),
         "cpu_seconds": round(sum(cpu.values()), 1),
         "peak_rss_mb": round(peak_kb / 1024),
+        "peak_pss_mb": round(peak_pss_kb / 1024),
         "max_processes": peak_procs,
         "timed_out": timed_out,
         "exit": proc.returncode,
@@ -365,6 +379,7 @@ def main() -> int:
         runs.append(r)
         print(
             f"run {i + 1}: {r['seconds']} s wall, {r['cpu_seconds']} s CPU, peak RSS {r['peak_rss_mb']} MB "
+            f"(PSS {r['peak_pss_mb']} MB) "
             f"({r['max_processes']} processes), timed out: {r['timed_out']}",
             file=sys.stderr,
         )
@@ -376,6 +391,7 @@ def main() -> int:
         "runs": len(runs),
         "median_seconds": statistics.median(float(r["seconds"]) for r in runs),  # type: ignore[arg-type]
         "median_cpu_seconds": statistics.median(float(r["cpu_seconds"]) for r in runs),  # type: ignore[arg-type]
+        "median_peak_pss_mb": statistics.median(int(r["peak_pss_mb"]) for r in runs),  # type: ignore[call-overload]
         "median_peak_rss_mb": statistics.median(int(r["peak_rss_mb"]) for r in runs),  # type: ignore[call-overload]
         "timed_out": len(runs) - len(ok),
     }
@@ -389,7 +405,12 @@ def main() -> int:
         print(f"{summary['label']}")
         print(f"  index time (median of {len(runs)}): {summary['median_seconds']:.1f} s wall")
         print(f"  CPU time of the process tree (median): {summary['median_cpu_seconds']:.1f} s")
-        print(f"  peak RSS, process tree (median): {summary['median_peak_rss_mb']} MB")
+        print(
+            f"  peak RSS summed over the process tree (median): {summary['median_peak_rss_mb']} MB"
+        )
+        print(
+            f"  peak PSS summed over the process tree (median): {summary['median_peak_pss_mb']} MB"
+        )
         print(f"  documents {summary.get('documents')}, chunks {summary.get('chunks')}")
         if summary["timed_out"]:
             print(f"  timed out: {summary['timed_out']} of {len(runs)} runs (FIFO hang?)")
