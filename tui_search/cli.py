@@ -1,4 +1,4 @@
-"""Command line: the app by default, plus ``index``, ``search``, ``eval`` and ``graph``."""
+"""Command line: the app by default, plus ``index``, ``search``, ``eval``, ``graph`` and ``mcp``."""
 
 from __future__ import annotations
 
@@ -9,10 +9,12 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from tui_search.config import Settings, load_settings
 from tui_search.core.errors import TuiSearchError
+
+if TYPE_CHECKING:  # settings load when a command runs: ``--help`` stays quick
+    from tui_search.config import Settings
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -82,6 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
     p_eval.add_argument("--split", choices=["test", "train"], default="test")
     p_eval.add_argument("--json", action="store_true")
 
+    p_mcp = sub.add_parser("mcp", help="serve the index to agents (MCP over stdio)")
+    _add_common(p_mcp)
+
     p_graph = sub.add_parser("graph", help="the link graph")
     _add_common(p_graph)
     gsub = p_graph.add_subparsers(dest="graph_command", parser_class=_Parser, required=True)
@@ -92,6 +97,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
+    from tui_search.config import load_settings
+
     overrides: dict[str, Any] = {}
     for name in ("workspace", "index_dir", "model", "theme"):
         if hasattr(args, name):
@@ -239,6 +246,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
+    from tui_search.config import load_settings
     from tui_search.core.evaluation import run_evaluation
 
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
@@ -275,6 +283,15 @@ def cmd_graph(args: argparse.Namespace) -> int:
         engine.close()
 
 
+def cmd_mcp(args: argparse.Namespace) -> int:
+    try:
+        from tui_search.mcp_server import serve
+    except ImportError as exc:
+        _err(f"the MCP server needs the mcp extra: pip install 'tui-search[mcp]' ({exc})")
+        return EXIT_ERROR
+    return serve(settings_from(args))
+
+
 def cmd_app(args: argparse.Namespace) -> int:
     settings = settings_from(args)
     if not settings.workspace.is_dir():
@@ -300,7 +317,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         print(f"tui-search {__version__}")
         return 0
-    handlers = {"index": cmd_index, "search": cmd_search, "eval": cmd_eval, "graph": cmd_graph}
+    handlers = {
+        "index": cmd_index,
+        "search": cmd_search,
+        "eval": cmd_eval,
+        "graph": cmd_graph,
+        "mcp": cmd_mcp,
+    }
     try:
         return handlers.get(args.command or "", cmd_app)(args)
     except TuiSearchError as exc:

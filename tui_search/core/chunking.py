@@ -431,7 +431,7 @@ def parse_document(
                     content_hash=chunk_hash,
                 )
             )
-    if folded:
+    if folded and max_sections is not None:
         warnings.append(
             f"{max_sections + folded:,} headings, over the limit of {max_sections:,} sections "
             f"per file: the last {folded:,} are indexed as text of the section before them"
