@@ -76,6 +76,13 @@ def cli(*args: str | bytes | Path, timeout: float = PROCESS_TIMEOUT, **env: str)
     )
 
 
+def index_report(ws: Path, index_dir: Path, **env: str) -> dict:  # type: ignore[type-arg]
+    """``tui-search index --json``, which must succeed; its report."""
+    run = cli("index", "--json", "-w", ws, "--index-dir", index_dir, **env)
+    assert run.clean, run.stderr
+    return run.json()
+
+
 def spawn(*args: str | bytes | Path, **env: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         cli_command(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=cli_env(**env)

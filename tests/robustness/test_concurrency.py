@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.robustness.conftest import cli, finish, spawn, write
+from tests.robustness.conftest import cli, finish, index_report, spawn, write
 
 
 def _corpus(root: Path, n: int = 300) -> None:
@@ -20,9 +20,7 @@ def _corpus(root: Path, n: int = 300) -> None:
 
 
 def _counts(ws: Path, idx: Path) -> tuple[int, int]:
-    r = cli("index", "--json", "-w", ws, "--index-dir", idx)
-    assert r.clean, r.stderr
-    report = r.json()
+    report = index_report(ws, idx)
     return report["documents"], report["chunks"]
 
 

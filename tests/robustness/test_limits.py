@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FakeEmbedder
-from tests.robustness.conftest import cli, write
+from tests.robustness.conftest import cli, index_report, write
 from tui_search.config import Settings
 from tui_search.core import indexer as indexer_mod
 from tui_search.core.engine import SearchEngine
@@ -18,12 +18,8 @@ def test_sections_over_the_limit_are_folded_and_reported(ws: Path, tmp_path: Pat
         ws / "many.md",
         "".join(f"## Heading {i}\n\nword{i} body text\n\n" for i in range(300)),
     )
-    run = cli(
-        "index", "--json", "-w", ws, "--index-dir", tmp_path / "idx",
-        TUI_SEARCH_MAX_SECTIONS_PER_FILE="50",
-    )  # fmt: skip
-    assert run.clean, run.stderr
-    reasons = {s["path"]: s["reason"] for s in run.json()["skipped"]}
+    report = index_report(ws, tmp_path / "idx", TUI_SEARCH_MAX_SECTIONS_PER_FILE="50")
+    reasons = {s["path"]: s["reason"] for s in report["skipped"]}
     assert "over the limit of 50 sections" in reasons["many.md"]
     assert "last 250" in reasons["many.md"]
     # the folded text stays searchable, inside the 50th section
@@ -40,12 +36,8 @@ def test_a_file_over_the_size_limit_is_cut_and_reported(ws: Path, tmp_path: Path
         ws / "big.md",
         "# Big\n\n" + "".join(f"para{i} lorem ipsum dolor\n\n" for i in range(5000)),
     )
-    run = cli(
-        "index", "--json", "-w", ws, "--index-dir", tmp_path / "idx",
-        TUI_SEARCH_MAX_FILE_BYTES="20000",
-    )  # fmt: skip
-    assert run.clean, run.stderr
-    reasons = {s["path"]: s["reason"] for s in run.json()["skipped"]}
+    report = index_report(ws, tmp_path / "idx", TUI_SEARCH_MAX_FILE_BYTES="20000")
+    reasons = {s["path"]: s["reason"] for s in report["skipped"]}
     assert "cut: only the first 0.0 MB" not in reasons["big.md"]
     assert "cut: only the first" in reasons["big.md"] and "max_file_bytes" in reasons["big.md"]
     args = ("--mode", "keyword", "-w", ws, "--index-dir", tmp_path / "idx")
