@@ -214,10 +214,10 @@ _CHAIN_WORDS = ["setup", "backup", "guides", "install", "a", "(setup", "backup)"
 
 
 @settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(
-    st.integers(min_value=1, max_value=1200),
+    st.integers(min_value=1, max_value=1100),
     st.sampled_from([" AND ", " OR ", " ", " AND NOT ", " +", " -"]),
     st.lists(st.sampled_from(_CHAIN_WORDS), min_size=1, max_size=4),
 )
@@ -244,7 +244,7 @@ def test_a_thousand_ands_of_matching_words(engine: SearchEngine) -> None:
 
 
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(st.binary(max_size=40))
 def test_query_bytes_that_are_not_utf8(engine: SearchEngine, raw: bytes) -> None:

@@ -410,10 +410,10 @@ def normalize(node: Node) -> Node:
                 should.append(normalize(c))
         if any(isinstance(c, Word) for c in should):
             should = [Word(c.text) if isinstance(c, Phrase) else c for c in should]
-        return Seq(
-            tuple(normalize(c) for c in node.must if _searchable(c)),
+        return Seq(  # a repeated required or excluded clause changes nothing: once is enough
+            tuple(dict.fromkeys(normalize(c) for c in node.must if _searchable(c))),
             tuple(should),
-            tuple(normalize(c) for c in node.must_not if _searchable(c)),
+            tuple(dict.fromkeys(normalize(c) for c in node.must_not if _searchable(c))),
         )
     return node
 
