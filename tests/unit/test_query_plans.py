@@ -237,9 +237,9 @@ def test_a_thousand_ands_of_matching_words(engine: SearchEngine) -> None:
     """The case that overflowed Whoosh's matcher tree: distinct words that all match."""
     words = sorted({w for r in engine.search("backup", limit=3).hits for w in r.content.split()})
     text = " AND ".join(f"w{i}" if i >= len(words) else words[i] for i in range(1000))
-    results = engine.search(text, limit=5)
+    results = engine.search(text, mode="keyword", limit=5)
     assert any("1,000 terms" in w for w in results.warnings)
-    results = engine.search(" AND ".join(["backup"] * 1000), limit=5)  # one clause, deduplicated
+    results = engine.search(" AND ".join(["backup"] * 1000), mode="keyword", limit=5)  # one clause
     assert results.total_results > 0 and not results.warnings
 
 
@@ -257,17 +257,17 @@ def test_query_bytes_that_are_not_utf8(engine: SearchEngine, raw: bytes) -> None
         assert any("not valid UTF-8" in w for w in results.warnings)
 
 
-@given(st.text(alphabet=st.sampled_from(["\ud800", "\udfff", "a", " ", "AND"]), max_size=20))
+@given(st.lists(st.sampled_from(["\ud800", "\udfff", "a", " ", "AND"]), max_size=12).map("".join))
 @settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_lone_surrogates_from_json_are_replaced(engine: SearchEngine, text: str) -> None:
     results = engine.search(text, limit=3)
     json.dumps(results.to_json(), ensure_ascii=False).encode("utf-8")
 
 
-@pytest.mark.parametrize("depth", [10, 65, 1000, 20000])
+@pytest.mark.parametrize("depth", [10, 66, 1000, 20000])
 def test_deep_nesting_is_a_clear_fallback(engine: SearchEngine, depth: int) -> None:
     for text in ("(" * depth + "backup AND setup" + ")" * depth, "NOT " * depth + "backup"):
         plan = compile_query(text)
         engine.rank(plan, "hybrid")
-        if depth > 64:
+        if depth > 65:  # the first NOT of a chain is not nested
             assert any("nested more than 64" in w for w in plan.warnings)
