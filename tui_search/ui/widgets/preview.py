@@ -277,7 +277,7 @@ class PreviewPane(ScrollView, can_focus=True):
             SectionSpan(c.section_id, c.line_start, c.line_end) for c in engine.sections(path)
         ]
         if selected is None and job.anchor:
-            selected = section_for_anchor(sections, job.anchor)
+            selected = section_for_anchor(sections, engine.resolve_anchor(path, job.anchor))
         meta = DocumentMeta(title=path)
         if record is not None:
             links_to, linked_from = link_entries(engine, path, record)
