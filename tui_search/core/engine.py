@@ -28,7 +28,14 @@ from tui_search.core.lexical import (
     plain_query,
     text_analyzer,
 )
-from tui_search.core.ranking import FusionParams, Scored, apply_exact_boost, finalize, fuse
+from tui_search.core.ranking import (
+    FusionParams,
+    Scored,
+    apply_exact_boost,
+    blend_document,
+    finalize,
+    fuse,
+)
 from tui_search.core.results import DocumentGroup, Hit, IndexStats, SearchResults, Snippet
 from tui_search.core.softmatch import query_token_weights, soft_match_scores
 from tui_search.core.store import ChunkRecord, FileRecord, vector_key
@@ -119,9 +126,15 @@ class SearchEngine:
         fusion_params: FusionParams | None = None,
     ) -> None:
         self.settings = settings
-        self.lexical_params = lexical_params or LexicalParams()
+        self.lexical_params = lexical_params or LexicalParams(
+            title_boost=settings.title_boost,
+            heading_boost=settings.heading_boost,
+            query_term_frequency=settings.query_term_frequency,
+        )
         self.fusion = fusion_params or FusionParams(
-            keyword_weight=settings.keyword_weight, soft_share=settings.soft_match_share
+            keyword_weight=settings.keyword_weight,
+            soft_share=settings.soft_match_share,
+            document_weight=settings.document_weight,
         )
         index_dir = settings.resolved_index_dir
         self.workspace = Workspace(settings.workspace, extra_ignored=(index_dir,))
@@ -402,6 +415,7 @@ class SearchEngine:
             records = self.indexer.store.chunks_by_keys(s.key for s in scored)
             texts = {k: r.content + "\n" + r.heading for k, r in records.items()}
             apply_exact_boost(scored, texts, plan.identifiers, self.fusion.exact_boost)
+        blend_document(scored, self.fusion.document_weight)
         return order_by_tier(finalize(scored), plan.tiers), weights, records
 
     def _soft_match(self, text: str, keys: Iterable[str]) -> dict[str, float]:

@@ -145,6 +145,8 @@ class LexicalParams:
     ident_boost: float = 1.0
     k1: float = 1.2
     b: float = 0.75
+    #: Count repeated query words (``query_term_weights``); off = each word once.
+    query_term_frequency: bool = False
 
 
 def analyze(text: str) -> list[str]:
@@ -159,11 +161,21 @@ def analyzed_spans(text: str) -> list[tuple[str, int, int]]:
     return [(t.text, t.startchar, t.endchar) for t in analyzer(text, mode="query", chars=True)]
 
 
+def query_term_weights(text: str, repeats: bool = True) -> dict[str, float]:
+    """Each analysed query term (in order) with its weight: ``1 + ln(n)`` for a term the text
+    says ``n`` times when ``repeats`` is on (long queries and ``similar:`` passages repeat
+    what they are about), else 1."""
+    counts: dict[str, int] = {}
+    for t in text_analyzer()(text, mode="query"):
+        counts[t.text] = counts.get(t.text, 0) + 1
+    return {t: (1.0 + math.log(n)) if repeats else 1.0 for t, n in counts.items()}
+
+
 def plain_query(text: str, params: LexicalParams) -> Q.Query | None:
     """Words ranked, not all required; identifier-like words also match exactly."""
     clauses: list[Q.Query] = []
-    for term in analyze(text):
-        clause = term_clause(term, params)
+    for term, weight in query_term_weights(text, params.query_term_frequency).items():
+        clause = term_clause(term, params, weight)
         clauses.extend(clause.subqueries if isinstance(clause, Q.Or) else [clause])
     for ident in identifiers_in(text):
         clauses.append(Q.Term("ident", ident, boost=params.ident_boost))
@@ -181,13 +193,13 @@ def flat_or(clauses: list[Q.Query]) -> Q.Or:
     return query
 
 
-def term_clause(term: str, params: LexicalParams) -> Q.Query:
+def term_clause(term: str, params: LexicalParams, weight: float = 1.0) -> Q.Query:
     return Q.Or(
         [
-            Q.Term("body", term),
-            Q.Term("heading", term, boost=params.heading_boost),
-            Q.Term("title", term, boost=params.title_boost),
-            Q.Term("tags", term, boost=params.tags_boost),
+            Q.Term("body", term, boost=weight),
+            Q.Term("heading", term, boost=params.heading_boost * weight),
+            Q.Term("title", term, boost=params.title_boost * weight),
+            Q.Term("tags", term, boost=params.tags_boost * weight),
         ]
     )
 
