@@ -260,12 +260,17 @@ def _tar(src: Path, archive: Path) -> str:
     return hashlib.sha256(archive.read_bytes()).hexdigest()
 
 
-def test_workspace_pointer_to_a_folder_found_from_a_parent(tmp_path: Path, fake_embedder) -> None:  # type: ignore[no-untyped-def]
+def test_workspace_pointer_to_a_folder_found_from_a_parent(
+    tmp_path: Path,
+    fake_embedder,  # type: ignore[no-untyped-def]
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     _small_workspace(tmp_path / "shared" / "docs")
     ds = tmp_path / "repo" / "eval" / "set"
     _pointer_dataset(ds, "shared/docs")  # not beside the dataset: found from a parent folder
+    monkeypatch.chdir(tmp_path / "repo")
     report = run_evaluation(
-        ds,
+        Path("eval/set"),  # relative, as typed on the command line
         settings=Settings(index_dir=tmp_path / "idx"),
         modes=["keyword"],
         engine_factory=fake_factory(fake_embedder),

@@ -226,6 +226,7 @@ def locate(target: str, start: Path) -> Path:
         if path.exists():
             return path
         raise DatasetError(f"the workspace pointer names {path}, which does not exist")
+    start = start.absolute()
     for base in (start, *start.parents):
         candidate = base / path
         if candidate.exists():
