@@ -30,6 +30,7 @@ from whoosh.fields import ID, KEYWORD, TEXT, Schema
 from whoosh.scoring import BM25F
 from whoosh.searching import Searcher
 
+from tui_search.config import Settings
 from tui_search.core.bm25 import FastBM25, docnum_mask, flatten_disjunction
 from tui_search.core.errors import IndexError_
 from tui_search.core.store import ChunkRecord
@@ -139,14 +140,14 @@ class LexicalParams:
     title text scores in both fields: 0.25 + 0.25 keeps titles from drowning the body
     (1.5 + 1.5 cost 0.09 nDCG@10 on SciFact)."""
 
-    title_boost: float = 0.25
-    heading_boost: float = 0.25
+    title_boost: float = Settings.title_boost
+    heading_boost: float = Settings.heading_boost
     tags_boost: float = 1.0
     ident_boost: float = 1.0
     k1: float = 1.2
     b: float = 0.75
     #: Count repeated query words (``query_term_weights``); off = each word once.
-    query_term_frequency: bool = False
+    query_term_frequency: bool = Settings.query_term_frequency
 
 
 def analyze(text: str) -> list[str]:

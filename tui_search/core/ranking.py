@@ -7,6 +7,8 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
+from tui_search.config import Settings
+
 
 @dataclass(frozen=True)
 class FusionParams:
@@ -18,8 +20,8 @@ class FusionParams:
     adaptive_min_hits: int = 3
     adaptive_keyword_weight: float = 0.4
     #: Share of the semantic side given to soft term matching (``core.softmatch``) when the
-    #: embedder supports it; the rest is the dense cosine. Chosen on SciFact train.
-    soft_share: float = 0.75
+    #: embedder supports it; the rest is the dense cosine (the value lives in ``Settings``).
+    soft_share: float = Settings.soft_match_share
     #: The default keyword weight with soft matching (0.4) and with the cosine alone (0.8),
     #: each chosen on SciFact train (docs/evaluation.md).
     keyword_weight_soft: float = 0.4
@@ -27,7 +29,7 @@ class FusionParams:
     #: Share of a section's score taken from the best-scoring section of its document
     #: (``blend_document``): a section of the document the query is about outranks an equally
     #: worded section elsewhere. 0 = sections ranked on their own.
-    document_weight: float = 0.0
+    document_weight: float = Settings.document_weight
 
 
 @dataclass
