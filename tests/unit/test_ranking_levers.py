@@ -76,3 +76,29 @@ def test_settings_are_the_one_home_of_the_weights() -> None:
     )
     assert (s.title_boost, s.query_term_frequency, s.document_weight) == (0.5, False, 0.0)
     assert Settings().document_weight > 0 and Settings().query_term_frequency
+
+
+def test_engine_takes_the_levers_from_settings(tmp_path, fake_embedder) -> None:  # type: ignore[no-untyped-def]
+    from tests.conftest import SAMPLE_WORKSPACE
+    from tui_search.core.engine import SearchEngine
+
+    settings = Settings(
+        workspace=SAMPLE_WORKSPACE,
+        index_dir=tmp_path / "idx",
+        title_boost=0.5,
+        query_term_frequency=False,
+        document_weight=0.25,
+    )
+    with SearchEngine(settings, embedder=fake_embedder) as engine:
+        assert engine.lexical_params.title_boost == 0.5
+        assert engine.lexical_params.query_term_frequency is False
+        assert engine.fusion.document_weight == 0.25
+        engine.sync()
+        res = engine.search("backup restore", mode="keyword", limit=20, explain=True)
+        assert res.hits
+        for hit in res.hits:
+            best = hit.scores["document_best"]
+            assert isinstance(best, float) and best >= hit.relevance_score - 1e-4
+        # a document's best section is not pulled down by the blend
+        top = res.hits[0]
+        assert top.relevance_score == max(h.relevance_score for h in res.hits)
