@@ -1,4 +1,4 @@
-"""Command line: the app by default, plus ``index``, ``search``, ``eval`` and ``graph``."""
+"""Command line: the app by default, plus ``index``, ``search``, ``eval``, ``graph`` and ``mcp``."""
 
 from __future__ import annotations
 
@@ -81,6 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
     p_eval.add_argument("--modes", default="keyword,semantic,hybrid")
     p_eval.add_argument("--split", choices=["test", "train"], default="test")
     p_eval.add_argument("--json", action="store_true")
+
+    p_mcp = sub.add_parser("mcp", help="serve the index to agents (MCP over stdio)")
+    _add_common(p_mcp)
 
     p_graph = sub.add_parser("graph", help="the link graph")
     _add_common(p_graph)
@@ -273,6 +276,15 @@ def cmd_graph(args: argparse.Namespace) -> int:
         engine.close()
 
 
+def cmd_mcp(args: argparse.Namespace) -> int:
+    try:
+        from tui_search.mcp_server import serve
+    except ImportError as exc:
+        _err(f"the MCP server needs the mcp extra: pip install 'tui-search[mcp]' ({exc})")
+        return EXIT_ERROR
+    return serve(settings_from(args))
+
+
 def cmd_app(args: argparse.Namespace) -> int:
     settings = settings_from(args)
     if not settings.workspace.is_dir():
@@ -293,7 +305,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         print(f"tui-search {__version__}")
         return 0
-    handlers = {"index": cmd_index, "search": cmd_search, "eval": cmd_eval, "graph": cmd_graph}
+    handlers = {
+        "index": cmd_index,
+        "search": cmd_search,
+        "eval": cmd_eval,
+        "graph": cmd_graph,
+        "mcp": cmd_mcp,
+    }
     try:
         return handlers.get(args.command or "", cmd_app)(args)
     except TuiSearchError as exc:

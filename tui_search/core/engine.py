@@ -18,7 +18,7 @@ from whoosh import query as Q
 
 from tui_search.config import Settings
 from tui_search.core.embedding import Embedder, Model2VecEmbedder, TokenEmbedder
-from tui_search.core.errors import IndexBusyError, QueryError, TuiSearchError
+from tui_search.core.errors import IndexBusyError, NotFoundError, QueryError, TuiSearchError
 from tui_search.core.indexer import Indexer, ProgressCallback, SyncReport
 from tui_search.core.lexical import (
     LexicalParams,
@@ -36,6 +36,7 @@ from tui_search.core.ranking import (
     finalize,
     fuse,
 )
+from tui_search.core.reading import Reading
 from tui_search.core.results import DocumentGroup, Hit, IndexStats, SearchResults, Snippet
 from tui_search.core.softmatch import query_token_weights, soft_match_scores
 from tui_search.core.store import ChunkRecord, FileRecord, vector_key
@@ -211,15 +212,64 @@ class SearchEngine:
 
     def read_document(self, file_path: str) -> str:
         """The current text of a workspace file (for the preview)."""
+        return self._read_current(file_path).text
+
+    def _read_current(self, file_path: str) -> Any:
+        """Read an indexed path as it is now (never a file that resolves outside)."""
         from tui_search.core.workspace import read_file
 
         info = self.workspace.stat(file_path)
-        if info is None:
+        if info is None or not self.workspace.inside(info.abs_path):
             raise TuiSearchError(f"{file_path} is no longer in the workspace")
         try:
-            return read_file(info, self.settings.max_file_bytes).text
+            return read_file(info, self.settings.max_file_bytes)
         except (OSError, ValueError) as exc:
             raise TuiSearchError(f"cannot read {file_path}: {exc}") from exc
+
+    def read(
+        self,
+        target: str | None,
+        *,
+        context: str = "with_siblings",
+        max_tokens: int | None = None,
+        cursor: str | None = None,
+    ) -> Reading:
+        """Read a section (by id) or a document (by indexed path) under a token budget.
+
+        ``target`` is only ever looked up in the index; it is never joined onto a path.
+        """
+        from tui_search.core import reading
+
+        pos = reading.decode_cursor(cursor) if cursor else None
+        if not target:
+            if pos is None:
+                raise QueryError("give a section id or a document path to read")
+            target = pos.target or pos.file_path
+        store = self.indexer.store
+        record = store.file(target)
+        section: str | None = None
+        if record is None and ":" in target:
+            record = store.file_by_doc(target.rsplit(":", 1)[0])
+            section = target
+        chunks = store.chunks_for_path(record.path) if record is not None else []
+        if record is None or (section is not None and all(c.section_id != section for c in chunks)):
+            raise NotFoundError(
+                f"{target!r} is not an indexed section id or document path "
+                "(use the ids and paths that search returns)"
+            )
+        current = self._read_current(record.path)
+        return reading.read_with_budget(
+            file_path=record.path,
+            title=record.title,
+            file_hash=record.hash,
+            text=current.text,
+            text_hash=current.raw_hash,
+            sections=reading.sections_of(chunks),
+            target=section,
+            context=context if section is not None else "document",
+            max_tokens=reading.DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens,
+            cursor=pos,
+        )
 
     # -- search -------------------------------------------------------------------------
     def plan(self, query: str) -> QueryPlan:

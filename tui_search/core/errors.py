@@ -43,3 +43,9 @@ class ConfigError(TuiSearchError):
 
 class DatasetError(TuiSearchError):
     title = "Evaluation dataset problem"
+
+
+class NotFoundError(TuiSearchError):
+    """A section id or document path that the index does not hold."""
+
+    title = "Not found"

@@ -174,6 +174,11 @@ class WorkspaceWatcher:
     def running(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
+    @property
+    def pending_changes(self) -> int:
+        """Paths seen but not yet in the index (plus one while a full sync is owed)."""
+        return len(self._pending) + (1 if self._need_sync else 0)
+
     def start(self, reconcile: bool = True) -> None:
         """Start watching in a background thread (returns at once)."""
         if self.running:
