@@ -242,17 +242,24 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
+def source_stamp(source: Path, extra: str = "") -> str:
+    """What a generated workspace came from: path, size, mtime (and ``extra``); a changed
+    source makes the stamp differ, so the workspace is made again."""
+    try:
+        st = source.stat()
+    except OSError as exc:
+        raise DatasetError(f"cannot read {source}: {exc.strerror or exc}") from exc
+    stamp = f"{source.resolve()}:{st.st_size}:{st.st_mtime_ns}"
+    return f"{stamp}:{extra}" if extra else stamp
+
+
 def unpack_archive(archive: Path, digest: str | None, target: Path, progress: ProgressFn) -> Path:
     """Unpack a ``.tar.gz`` workspace once into ``target`` (a stamp records what it came
     from); members that would land outside ``target`` are refused (tarfile's data filter)."""
     import shutil
     import tarfile
 
-    try:
-        st = archive.stat()
-    except OSError as exc:
-        raise DatasetError(f"cannot read {archive}: {exc.strerror or exc}") from exc
-    stamp_value = f"{archive.resolve()}:{st.st_size}:{st.st_mtime_ns}:{digest or ''}"
+    stamp_value = source_stamp(archive, digest or "")
     stamp = target.parent / "workspace.stamp"
     if target.is_dir() and stamp.is_file() and stamp.read_text(encoding="utf-8") == stamp_value:
         return target
@@ -326,11 +333,7 @@ def materialize_beir(corpus: Path, workspace: Path, progress: ProgressFn) -> dic
 
     Returns file path (workspace-relative) -> corpus id.
     """
-    try:
-        st = corpus.stat()
-    except OSError as exc:
-        raise DatasetError(f"cannot read {corpus}: {exc.strerror or exc}") from exc
-    stamp_value = f"{CONVERSION_VERSION}:{corpus.resolve()}:{st.st_size}:{st.st_mtime_ns}"
+    stamp_value = f"{CONVERSION_VERSION}:{source_stamp(corpus)}"
     stamp = workspace.parent / "workspace.stamp"
     id_map_file = workspace.parent / "ids.json"
     if (
