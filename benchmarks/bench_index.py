@@ -69,10 +69,7 @@ def prepare(args: argparse.Namespace, scratch: Path) -> Path:
 
 def make_queries(engine: SearchEngine, n: int, seed: int) -> list[str]:
     """Headings of the corpus, half as-is, half phrased as a question (deterministic sample)."""
-    rows = engine.indexer.store.execute(
-        "SELECT DISTINCT heading FROM chunks WHERE length(heading) BETWEEN 8 AND 80 ORDER BY heading"
-    ).fetchall()
-    headings = [r[0] for r in rows]
+    headings = sorted({c.heading for c in engine.all_sections() if 8 <= len(c.heading) <= 80})
     rng = random.Random(seed)
     picked = rng.sample(headings, min(n, len(headings)))
     out = []
@@ -128,7 +125,7 @@ def main() -> int:
     from model2vec import StaticModel
     from whoosh import index as whoosh_index
 
-    records = list(engine.indexer.store.iter_chunks())
+    records = list(engine.all_sections())
     texts = [r.embedding_text for r in records]
     model = StaticModel.from_pretrained(str(ROOT / "tui_search" / "models" / "default"))
     ref_dir = scratch / "ref-whoosh"

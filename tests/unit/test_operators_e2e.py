@@ -18,8 +18,9 @@ import pytest
 from tests.conftest import SAMPLE_WORKSPACE, FakeEmbedder
 from tui_search.cli import main
 from tui_search.config import Settings
-from tui_search.core.engine import SearchEngine, plan_plain
+from tui_search.core.engine import SearchEngine
 from tui_search.core.lexical import analyze
+from tui_search.core.plan import plan_plain
 from tui_search.core.results import Hit
 from tui_search.core.store import ChunkRecord
 
@@ -75,7 +76,7 @@ def test_plain_words_rank_as_before(engine: SearchEngine) -> None:
     q = "how big should the connection pool be?"
     for mode in ("keyword", "hybrid"):
         a = engine.search(q, mode=mode, limit=20)
-        b = engine.search(plan_plain(q, engine.lexical_params), mode=mode, limit=20)
+        b = engine.search(plan_plain(q), mode=mode, limit=20)
         assert keys(a.hits) == keys(b.hits) and a.total_results == b.total_results > 0
 
 
@@ -235,7 +236,7 @@ def test_mode_weights_explain(engine: SearchEngine) -> None:
 def test_malformed_falls_back_to_literal(engine: SearchEngine) -> None:
     for q in ("(backup AND", "tag:", "backup OR", "mode:fast backup"):
         res = engine.search(q, mode="keyword", limit=20)
-        literal = engine.search(plan_plain(q, engine.lexical_params), mode="keyword", limit=20)
+        literal = engine.search(plan_plain(q), mode="keyword", limit=20)
         assert keys(res.hits) == keys(literal.hits)
         assert len(res.warnings) == 1 and "literally" in res.warnings[0]
 

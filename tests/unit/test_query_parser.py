@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tui_search.core.lexical import phrase_terms
 from tui_search.core.query import (
     And,
     Field,
@@ -16,16 +17,14 @@ from tui_search.core.query import (
     Seq,
     Word,
     extract_directives,
-    glob_regex,
     is_plain,
     is_structured,
-    match_path_glob,
     normalize,
     parse,
-    phrase_terms,
     positive_text,
     tokenize,
 )
+from tui_search.core.retrieval import glob_regex, match_path_glob
 
 
 def kinds(text: str) -> list[str]:

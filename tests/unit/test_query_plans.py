@@ -12,8 +12,10 @@ from whoosh import query as Q
 
 from tests.conftest import SAMPLE_WORKSPACE, FakeEmbedder
 from tui_search.config import Settings
-from tui_search.core.engine import SearchEngine, plan_plain
+from tui_search.core.engine import SearchEngine
+from tui_search.core.plan import Phrase, QueryPlan, Seq, plan_plain
 from tui_search.core.query import compile_query
+from tui_search.core.retrieval import compile_tree
 
 
 @pytest.fixture(scope="module")
@@ -55,22 +57,18 @@ NATURAL = [
 
 
 @pytest.mark.parametrize("text", NATURAL)
-def test_natural_language_compiles_to_the_plain_plan(engine: SearchEngine, text: str) -> None:
-    plan = compile_query(text, engine)
-    plain = plan_plain(text, engine.lexical_params)
-    assert plan.keyword_query == plain.keyword_query
-    assert plan.semantic_text == plain.semantic_text
-    assert plan.identifiers == plain.identifiers
-    assert plan.highlight_terms == plain.highlight_terms
-    assert plan.filter_query is None and plan.mask_query is None and plan.allowed_keys is None
-    assert not plan.strict and plan.fixed_ranking is None and plan.mode is None
-    assert plan.warnings == []
+def test_natural_language_compiles_to_the_plain_plan(text: str) -> None:
+    plan = compile_query(text)
+    assert plan == plan_plain(text)
+    assert plan.plain_text == text and plan.tree is None and not plan.strict
+    assert plan.mode is None and not plan.listing and plan.warnings == ()
 
 
 def test_empty_and_whitespace_queries(engine: SearchEngine) -> None:
     for text in ("", "   ", "\t\n"):
-        plan = compile_query(text, engine)
-        assert plan.keyword_query is None and plan.warnings == []
+        plan = compile_query(text)
+        assert plan == plan_plain(text) and plan.semantic_text is None
+        assert engine.search(plan).total_results == 0
 
 
 @pytest.mark.parametrize(
@@ -84,41 +82,71 @@ def test_empty_and_whitespace_queries(engine: SearchEngine) -> None:
         ("related:guides/setup depth:99", "depth"),
     ],
 )
-def test_malformed_falls_back_to_literal_with_a_warning(
-    engine: SearchEngine, text: str, needle: str
-) -> None:
-    plan = compile_query(text, engine)
-    assert plan.keyword_query == plan_plain(text, engine.lexical_params).keyword_query
+def test_malformed_falls_back_to_literal_with_a_warning(text: str, needle: str) -> None:
+    plan = compile_query(text)
+    assert plan.plain_text == text and plan.tree is None
     assert len(plan.warnings) == 1
     assert needle in plan.warnings[0] and "literally" in plan.warnings[0]
 
 
 def test_boolean_plan_is_strict_and_filters_both_arms(engine: SearchEngine) -> None:
-    plan = compile_query("postgres AND backup NOT tag:runbook", engine)
-    assert plan.strict
-    assert plan.filter_query is not None  # NOT tag:runbook restricts the semantic arm too
+    plan = compile_query("postgres AND backup NOT tag:runbook")
+    assert plan.strict and plan.tree is not None and plan.plain_text is None
+    exact, relaxed = compile_tree(plan.tree, engine.graph, engine.lexical_params)
+    assert exact is not None
+    assert relaxed is not None  # NOT tag:runbook restricts the semantic arm too
+    assert "runbook" in str(relaxed)
     assert plan.semantic_text == "postgres backup"
     assert {"postgr", "backup"} <= plan.highlight_terms
 
 
 def test_phrase_next_to_words_is_ranked_but_alone_is_exact(engine: SearchEngine) -> None:
-    alone = compile_query('"connection pool"', engine)
-    assert isinstance(alone.keyword_query, Q.Or)
-    assert any(isinstance(q, Q.Phrase) for q in alone.keyword_query.subqueries)
-    required = compile_query('sizing +"connection pool"', engine)
-    assert "connect pool" in str(required.keyword_query) and required.strict
+    alone = compile_query('"connection pool"')
+    assert isinstance(alone.tree, Phrase)
+    exact, _ = compile_tree(alone.tree, engine.graph, engine.lexical_params)
+    assert isinstance(exact, Q.Or)
+    assert any(isinstance(q, Q.Phrase) for q in exact.subqueries)
+    required = compile_query('sizing +"connection pool"')
+    assert isinstance(required.tree, Seq) and required.strict
+    exact, _ = compile_tree(required.tree, engine.graph, engine.lexical_params)
+    assert "connect pool" in str(exact)
 
 
-def test_directives_set_mode_weights_explain(engine: SearchEngine) -> None:
-    plan = compile_query("pool mode:keyword weights:1,3 explain:true", engine)
+def test_directives_set_mode_weights_explain() -> None:
+    plan = compile_query("pool mode:keyword weights:1,3 explain:true")
     assert plan.mode == "keyword" and plan.weights == (0.25, 0.75) and plan.explain
-    assert plan.keyword_query == plan_plain("pool", engine.lexical_params).keyword_query
+    assert plan.plain_text == "pool" and plan.text == "pool mode:keyword weights:1,3 explain:true"
 
 
-def test_unknown_document_warns_without_falling_back(engine: SearchEngine) -> None:
-    plan = compile_query("related:no/such/doc", engine)
-    assert any("no such document" in w for w in plan.warnings)
-    assert plan.fixed_ranking == []
+def test_documents_stay_symbolic_until_retrieval(engine: SearchEngine) -> None:
+    plan = compile_query("related:no/such/doc")
+    assert plan.listing and plan.warnings == ()  # nothing was looked up yet
+    results = engine.search(plan)
+    assert results.total_results == 0
+    assert any("no such document" in w for w in results.warnings)
+    like = compile_query("like:no/such/doc")
+    assert like.like == ("no/such/doc",) and like.mode == "semantic"
+    assert any("no such document" in w for w in engine.search(like).warnings)
+
+
+def test_plans_are_frozen_and_scoped_copies() -> None:
+    plan = compile_query("backup tag:ops")
+    with pytest.raises(AttributeError):
+        plan.text = "other"  # type: ignore[misc]
+    scoped = plan.with_scope(["a.md", "b.md"]).with_scope(["b.md", "c.md"])
+    assert scoped.scope == frozenset({"b.md"}) and plan.scope is None
+    listing = QueryPlan(text="").with_scope(["a.md"])
+    assert listing.listing and listing.scope == frozenset({"a.md"})
+
+
+def test_scope_restricts_every_arm_and_lists_without_a_query(engine: SearchEngine) -> None:
+    files = sorted(engine.files())[:2]
+    for mode in ("hybrid", "keyword", "semantic"):
+        results = engine.search("backup database", mode=mode, limit=50, scope=files)
+        assert results.hits and {h.file_path for h in results.hits} <= set(files)
+    listed = engine.search("", limit=500, scope=files)
+    expected = [c.key for f in files for c in engine.sections(f)]
+    assert [h.key for h in listed.hits] == expected
 
 
 @settings(
@@ -157,7 +185,7 @@ def test_unknown_document_warns_without_falling_back(engine: SearchEngine) -> No
     )
 )
 def test_compile_never_raises(engine: SearchEngine, text: str) -> None:
-    plan = compile_query(text, engine)
+    plan = compile_query(text)
     assert plan.text == text
     engine.rank(plan, plan.mode or "hybrid")  # and the plan runs
 
@@ -173,14 +201,6 @@ def test_only_excluded_words_search_literally() -> None:
 
 
 def test_only_excluded_words_compile_to_the_plain_plan_with_a_warning() -> None:
-    from types import SimpleNamespace
-
-    from tui_search.core.engine import plan_plain
-    from tui_search.core.lexical import LexicalParams
-    from tui_search.core.query import compile_query
-
-    params = LexicalParams()
-    plan = compile_query("-Message", SimpleNamespace(lexical_params=params))  # type: ignore[arg-type]
+    plan = compile_query("-Message")
     assert plan.warnings and "only excludes" in plan.warnings[0]
-    assert plan.keyword_query == plan_plain("-Message", params).keyword_query
-    assert plan.filter_query is None and plan.mask_query is None
+    assert plan.plain_text == "-Message" and plan.tree is None

@@ -7,9 +7,10 @@ from pathlib import Path
 import pytest
 
 from tui_search.config import Settings
-from tui_search.core.engine import SearchEngine, make_snippet
+from tui_search.core.engine import SearchEngine
 from tui_search.core.errors import QueryError
 from tui_search.core.lexical import analyze, identifiers_in, is_identifier
+from tui_search.core.snippets import make_snippet
 
 
 @pytest.fixture(scope="module")

@@ -176,6 +176,15 @@ class FastBM25:
             return None
         return np.concatenate(id_parts), np.concatenate(weight_parts)
 
+    def term_docnums(self, searcher: Any, field: str, text: str) -> np.ndarray | None:
+        """Global docnums whose ``field`` holds ``text`` (deleted documents included)."""
+        parts = []
+        for seg in self._segments(searcher):
+            post = self._cached_postings(seg, field, text)
+            if post is not None:
+                parts.append(post[0] + seg.offset)
+        return np.concatenate(parts) if parts else None
+
     def search(
         self,
         searcher: Any,
@@ -232,14 +241,4 @@ class FastBM25:
         return [(int(candidates[i]), float(cand_scores[i])) for i in order]
 
 
-def docnum_mask(searcher: Any, query: Q.Query | None, total: int) -> np.ndarray | None:
-    if query is None:
-        return None
-    mask = np.zeros(total, dtype=bool)
-    ids = list(query.docs(searcher))
-    if ids:
-        mask[ids] = True
-    return mask
-
-
-__all__ = ["FastBM25", "flatten_disjunction", "docnum_mask", "delta_decode"]
+__all__ = ["FastBM25", "flatten_disjunction", "delta_decode"]

@@ -32,8 +32,8 @@ from tui_search.config import Settings, user_cache_dir
 from tui_search.core.errors import DatasetError
 from tui_search.core.indexer import Progress
 from tui_search.core.metrics import mrr_at_k, ndcg_at_k, percentile, recall_at_k
+from tui_search.core.plan import MODES, plan_plain
 
-MODES = ("keyword", "semantic", "hybrid")
 #: Bump when the BEIR -> markdown conversion changes (forces the generated workspace to be redone).
 CONVERSION_VERSION = "1"
 NDCG_K = 10
@@ -406,7 +406,7 @@ def run_evaluation(
     engine_factory: Callable[[Settings], Any] | None = None,
 ) -> EvalReport:
     """Index the dataset (cached), search every judged query in every mode, and score it."""
-    from tui_search.core.engine import SearchEngine, plan_plain
+    from tui_search.core.engine import SearchEngine
 
     emit: ProgressFn = progress or (lambda p: None)
     bad = [m for m in modes if m not in MODES]
@@ -439,8 +439,7 @@ def run_evaluation(
     engine = factory(run_settings)
     try:
         engine.sync(emit)
-        store = engine.indexer.store
-        files = store.files()
+        files = engine.files()
         if kind == "beir":
             path_to_id = {p: id_map[p] for p in files if p in id_map}
             known_ids = set(path_to_id.values())
@@ -450,7 +449,7 @@ def run_evaluation(
             section_level: set[str] = set()
         else:
             path_to_id = {p: p for p in files}
-            section_level = {r[0] for r in store.execute("SELECT DISTINCT section_id FROM chunks")}
+            section_level = engine.section_ids()
             qrels, unknown = resolve_workspace_qrels(qrels, files, section_level)
             if unknown:
                 shown = ", ".join(sorted(set(unknown))[:5])
@@ -467,7 +466,7 @@ def run_evaluation(
         done = 0
         for mode in modes:
             # warm up (searcher, query encoder) so the first query's latency is not an outlier
-            engine.rank(plan_plain(judged[0][1], engine.lexical_params), mode)
+            engine.rank(plan_plain(judged[0][1]), mode)
             ndcgs: dict[str, float] = {}
             mrrs: list[float] = []
             recalls: list[float] = []
@@ -478,9 +477,8 @@ def run_evaluation(
                     c in section_level and c not in files for c in relevant
                 )
                 started = time.perf_counter()
-                plan = plan_plain(text, engine.lexical_params)
-                ranked, _ = engine.rank(plan, mode)
-                records = store.chunks_by_keys(s.key for s in ranked)
+                ranked, _ = engine.rank(plan_plain(text), mode)
+                records = engine.records(s.key for s in ranked)
                 times.append((time.perf_counter() - started) * 1000)
                 units: list[str] = []
                 seen: set[str] = set()
@@ -513,8 +511,8 @@ def run_evaluation(
                 p95_ms=percentile(times, 95),
                 per_query=ndcgs,
             )
-        docs, chunks = store.counts()
-        model = engine.stats().model
+        stats = engine.stats()
+        docs, chunks, model = stats.documents, stats.chunks, stats.model
         emit(Progress("done", total, total))
         return EvalReport(
             dataset=dataset.name if kind == "beir" else str(dataset.name),

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING
 from whoosh import query as Q
 
 from tui_search.core.errors import QueryError
-from tui_search.core.lexical import identifiers_in
+from tui_search.core.lexical import identifiers_in, phrase_terms
 
 if TYPE_CHECKING:
-    from tui_search.core.engine import QueryPlan
+    from tui_search.core.plan import QueryPlan
 
 MAX_EXACT_TERMS = 10
 MAX_TERM_CHARS = 200
@@ -25,8 +25,6 @@ MAX_TERM_CHARS = 200
 
 def term_query(term: str) -> Q.Query:
     """Sections that hold ``term``: case-sensitively for identifiers, as a phrase otherwise."""
-    from tui_search.core.query import phrase_terms
-
     idents = identifiers_in(term)
     words = phrase_terms(term)
     clauses: list[Q.Query] = [Q.Term("ident", i) for i in idents]
@@ -56,14 +54,13 @@ def require_terms(plan: QueryPlan, terms: list[str]) -> QueryPlan:
             raise QueryError("an exact term is empty")
         if len(t) > MAX_TERM_CHARS:
             raise QueryError(f"an exact term is longer than {MAX_TERM_CHARS} characters")
-    required: list[Q.Query] = [term_query(t) for t in terms]
-    if plan.filter_query is not None:
-        required.insert(0, plan.filter_query)
-    identifiers = list(
-        dict.fromkeys(plan.identifiers + [i for t in terms for i in identifiers_in(t)])
+    for t in terms:
+        term_query(t)  # a term with nothing searchable is an error now, not at retrieval
+    identifiers = tuple(
+        dict.fromkeys(plan.identifiers + tuple(i for t in terms for i in identifiers_in(t)))
     )
     return replace(
         plan,
-        filter_query=required[0] if len(required) == 1 else Q.And(required),
+        exact_terms=tuple(dict.fromkeys(plan.exact_terms + tuple(terms))),
         identifiers=identifiers,
     )

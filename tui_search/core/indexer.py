@@ -11,33 +11,18 @@ rebuilt from it (vectors come from the manifest, nothing is re-embedded).
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
-import os
-import shutil
-import sqlite3
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
 from tui_search.core.chunking import Chunk, doc_id_for, parse_document
 from tui_search.core.embedding import Embedder, TokenEmbedder
-from tui_search.core.errors import IndexBusyError, IndexError_
-from tui_search.core.lexical import LexicalIndex, LexicalParams
-from tui_search.core.store import (
-    ChunkRecord,
-    FileRecord,
-    SchemaMismatch,
-    Store,
-    pack_tokens,
-    pack_vector,
-    unpack_vector,
-    vector_key,
-)
+from tui_search.core.index import SearchIndex, WriterLock
+from tui_search.core.lexical import LexicalIndex
+from tui_search.core.store import ChunkRecord, FileRecord, Store, vector_key
 from tui_search.core.vectors import VectorIndex
 from tui_search.core.workspace import FileInfo, Skipped, Workspace, read_file
 
@@ -96,157 +81,46 @@ def chunk_record(c: Chunk) -> ChunkRecord:
     )
 
 
-class WriterLock:
-    """An exclusive, process-wide lock on the index directory, held only while writing."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    @contextlib.contextmanager
-    def hold(self, timeout: float = 60.0) -> Iterator[None]:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            deadline = time.monotonic() + timeout
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() >= deadline:
-                        raise IndexBusyError(
-                            "another tui-search process is updating this index; try again shortly"
-                        ) from None
-                    time.sleep(0.05)
-            os.ftruncate(fd, 0)
-            os.write(fd, str(os.getpid()).encode())
-            try:
-                yield
-            finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
-        finally:
-            os.close(fd)
-
-
 class Indexer:
+    """The single writer of one :class:`~tui_search.core.index.SearchIndex`."""
+
     def __init__(
         self,
         workspace: Workspace,
-        index_dir: Path,
+        index: SearchIndex,
         embedder: Embedder,
         *,
         max_tokens: int = 512,
         min_overlap: int = 50,
         max_file_bytes: int = 20 * 1024 * 1024,
-        lexical_params: LexicalParams | None = None,
     ) -> None:
         self.workspace = workspace
-        self.index_dir = index_dir
+        self.index = index
         self.embedder = embedder
         self.max_tokens = max_tokens
         self.min_overlap = min_overlap
         self.max_file_bytes = max_file_bytes
-        self.repaired: list[str] = []
-        try:
-            index_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise IndexError_(
-                f"cannot create the index folder {index_dir}: {exc.strerror or exc}"
-            ) from exc
-        self.lock = WriterLock(index_dir / "writer.lock")
-        self.store = self._open_store()
-        self.lexical = self._open_lexical(lexical_params)
-        self.vectors = self._open_vectors()
 
-    # -- opening and repair -------------------------------------------------------------
-    def _open_store(self) -> Store:
-        path = self.index_dir / "manifest.sqlite"
-        try:
-            return Store(path)
-        except sqlite3.DatabaseError as exc:
-            # unreadable, or written by another version: start the whole index afresh
-            why = (
-                f"the index was made by another version of tui-search ({exc})"
-                if isinstance(exc, SchemaMismatch)
-                else f"the manifest was unreadable ({exc})"
-            )
-            with self.lock.hold():
-                for suffix in ("", "-wal", "-shm"):
-                    with contextlib.suppress(FileNotFoundError):
-                        os.remove(str(path) + suffix)
-                shutil.rmtree(self.index_dir / "whoosh", ignore_errors=True)
-                with contextlib.suppress(FileNotFoundError):
-                    (self.index_dir / "vectors.usearch").unlink()
-                self.repaired.append(f"{why}; rebuilding it from the workspace")
-                return Store(path)
+    # the parts of the index (the full-text index is replaced on a rebuild: always look it up)
+    @property
+    def store(self) -> Store:
+        return self.index.store
 
-    def _open_lexical(self, params: LexicalParams | None) -> LexicalIndex:
-        directory = self.index_dir / "whoosh"
-        try:
-            return LexicalIndex(directory, params)
-        except IndexError_ as exc:
-            self.repaired.append(f"{exc}; rebuilt from the manifest")
-            with self.lock.hold():
-                lex = LexicalIndex.recreate(directory, params)
-                lex.write([], self.store.iter_chunks())
-            return lex
+    @property
+    def lexical(self) -> LexicalIndex:
+        return self.index.lexical
 
-    def _open_vectors(self) -> VectorIndex:
-        path = self.index_dir / "vectors.usearch"
-        fingerprint = self.store.get_meta("model")
-        if fingerprint is not None and fingerprint != self.embedder.fingerprint:
-            # a different model: every vector must be made again
-            with self.lock.hold(), self.store.transaction() as conn:
-                conn.execute("UPDATE chunks SET vector = NULL")
-                conn.execute("DELETE FROM tokens")  # another model, another tokenizer
-                conn.execute(
-                    "INSERT OR REPLACE INTO meta VALUES ('model', ?)", (self.embedder.fingerprint,)
-                )
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
-            self.repaired.append("the embedding model changed; all chunks will be embedded again")
-        elif fingerprint is None:
-            self.store.set_meta("model", self.embedder.fingerprint)
-        try:
-            return VectorIndex(path, self.embedder.dim)
-        except IndexError_ as exc:
-            self.repaired.append(f"{exc}; rebuilt from the manifest")
-            vi = VectorIndex.__new__(VectorIndex)
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
-            vi = VectorIndex(path, self.embedder.dim)
-            self._rebuild_vectors(vi)
-            return vi
+    @property
+    def vectors(self) -> VectorIndex:
+        return self.index.vectors
 
-    def _rebuild_vectors(self, vi: VectorIndex) -> None:
-        with self.lock.hold():
-            vi.clear()
-            for keys, vecs in self.store.iter_vectors():
-                vi.index.add(keys, vecs)
-            vi.save()
+    @property
+    def lock(self) -> WriterLock:
+        return self.index.lock
 
-    def check_consistency(self) -> None:
-        """Repair after a crash: redo dirty paths' state, rebuild a derived index that drifted."""
-        _, chunks = self.store.counts()
-        try:
-            lexical_count = self.lexical.doc_count()
-        except Exception:  # noqa: BLE001 - any failure means rebuild
-            lexical_count = -1
-        if lexical_count != chunks and not self.store.get_meta("dirty"):
-            self.repaired.append(
-                f"full-text index had {lexical_count} chunks, manifest {chunks}; rebuilt from the manifest"
-            )
-            with self.lock.hold():
-                self.lexical.close()
-                self.lexical = LexicalIndex.recreate(self.lexical.directory, self.lexical.params)
-                self.lexical.write([], self.store.iter_chunks())
-        with_vectors = self.store.execute(
-            "SELECT count(*) FROM chunks WHERE vector IS NOT NULL"
-        ).fetchone()[0]
-        if len(self.vectors) < with_vectors and not self.store.get_meta("dirty"):
-            self.repaired.append(
-                f"vector index had {len(self.vectors)} vectors, manifest {with_vectors}; rebuilt from the manifest"
-            )
-            self._rebuild_vectors(self.vectors)
+    @property
+    def repaired(self) -> list[str]:
+        return self.index.repaired
 
     # -- change detection ---------------------------------------------------------------
     def _doc_for(self, rel_path: str, exists: Callable[[str], bool]) -> str:
@@ -350,12 +224,8 @@ class Indexer:
             )
             if skipped or removed:
                 with self.store.transaction() as conn:
-                    for s in skipped:
-                        conn.execute(
-                            "INSERT OR REPLACE INTO skipped VALUES (?, ?)", (s.path, s.reason)
-                        )
-                    for p in removed:
-                        conn.execute("DELETE FROM skipped WHERE path = ?", (p,))
+                    self.store.add_skipped(conn, [(s.path, s.reason) for s in skipped])
+                    self.store.forget_skipped(conn, removed)
         report.skipped = skipped
         report.documents, report.chunks = self.store.counts()
         report.took_ms = (time.perf_counter() - started) * 1000
@@ -363,18 +233,10 @@ class Indexer:
 
     # -- the write ----------------------------------------------------------------------
     def _refresh_from_disk(self) -> None:
-        """Another process may have written since we loaded: start from what is on disk."""
-        self.vectors.refresh()
+        self.index.refresh()
 
     def _wipe(self) -> None:
-        with self.store.transaction() as conn:
-            conn.execute("DELETE FROM chunks")
-            conn.execute("DELETE FROM files")
-            conn.execute("DELETE FROM meta WHERE key = 'dirty'")
-        self.lexical.close()
-        self.lexical = LexicalIndex.recreate(self.lexical.directory, self.lexical.params)
-        self.vectors.clear()
-        self.vectors.save()
+        self.index.wipe()
 
     def _apply(
         self,
@@ -441,11 +303,7 @@ class Indexer:
 
         if touched and not parsed and not removed:
             with self.store.transaction() as conn:
-                for rec in touched:
-                    conn.execute(
-                        "UPDATE files SET size = ?, mtime_ns = ? WHERE path = ?",
-                        (rec.size, rec.mtime_ns, rec.path),
-                    )
+                self.store.touch_files(conn, [(r.path, r.size, r.mtime_ns) for r in touched])
         if not parsed and not removed and not self._missing_vectors():
             return
 
@@ -483,7 +341,7 @@ class Indexer:
                     if prev is not None:
                         old_vkeys.append(prev[1])
         new_chunks: list[Chunk] = [c for _, chunks in parsed for c in chunks]
-        reuse = self._vectors_by_hash({c.content_hash for c in new_chunks})
+        reuse = self.store.vectors_by_hash({c.content_hash for c in new_chunks})
         to_embed = [c for c in new_chunks if c.content_hash not in reuse]
         # chunks whose vector is missing (model change, earlier failure) are embedded too
         missing = self._missing_vectors(exclude_paths=set(in_flight))
@@ -519,37 +377,24 @@ class Indexer:
                 self.store.remove_file(conn, path)
             for rec, chunks in parsed:
                 self.store.apply_file(conn, rec, chunks, new_vectors)
-            for rec in touched:
-                conn.execute(
-                    "UPDATE files SET size = ?, mtime_ns = ? WHERE path = ?",
-                    (rec.size, rec.mtime_ns, rec.path),
-                )
-            for r, vec in zip(missing, missing_vectors, strict=True):
-                conn.execute(
-                    "UPDATE chunks SET vector = ? WHERE key = ?",
-                    (pack_vector(vec), r.key),
-                )
+            self.store.touch_files(conn, [(r.path, r.size, r.mtime_ns) for r in touched])
+            self.store.set_vectors(
+                conn, [(r.key, v) for r, v in zip(missing, missing_vectors, strict=True)]
+            )
             if tokens is not None:
-                conn.executemany(
-                    "INSERT OR REPLACE INTO tokens VALUES (?, ?)",
-                    [(h, pack_tokens(t)) for h, t in zip(token_hashes, tokens, strict=True)],
-                )
+                self.store.put_tokens(conn, zip(token_hashes, tokens, strict=True))
             self.store.prune_tokens(conn, old_hashes)
-            conn.execute("DELETE FROM meta WHERE key = 'dirty'")
+            self.store.clear_dirty(conn)
         report.changed_files.extend(changed_paths)
         report.removed_files.extend(removed)
         report.removed += len(removed)
         emit(Progress("write", 1, 1))
 
-    def _vectors_by_hash(self, hashes: set[str]) -> dict[str, np.ndarray]:
-        sql = "SELECT content_hash, vector FROM chunks WHERE vector IS NOT NULL AND content_hash IN {in}"
-        return {h: unpack_vector(blob) for h, blob in self.store.select_in(sql, hashes)}
-
     def _missing_vectors(self, exclude_paths: set[str] | None = None) -> list[ChunkRecord]:
         keys = [
-            r[0]
-            for r in self.store.execute("SELECT key, path FROM chunks WHERE vector IS NULL")
-            if not exclude_paths or r[1] not in exclude_paths
+            key
+            for key, path in self.store.keys_without_vector()
+            if not exclude_paths or path not in exclude_paths
         ]
         return list(self.store.chunks_by_keys(keys).values()) if keys else []
 
@@ -575,5 +420,4 @@ class Indexer:
         return np.concatenate(parts), tokens
 
     def close(self) -> None:
-        self.lexical.close()
-        self.store.close()
+        self.index.close()

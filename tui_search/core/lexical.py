@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 from whoosh import index as whoosh_index
 from whoosh import query as Q
 from whoosh.analysis import (
@@ -31,9 +32,9 @@ from whoosh.scoring import BM25F
 from whoosh.searching import Searcher
 
 from tui_search.config import Settings
-from tui_search.core.bm25 import FastBM25, docnum_mask, flatten_disjunction
+from tui_search.core.bm25 import FastBM25, flatten_disjunction
 from tui_search.core.errors import IndexError_
-from tui_search.core.store import ChunkRecord
+from tui_search.core.store import ChunkRecord, vector_key
 
 #: Writes of at least this many chunks use Whoosh's multi-process writer.
 BULK_WRITE = 5000
@@ -172,6 +173,12 @@ def query_term_weights(text: str, repeats: bool = True) -> dict[str, float]:
     return {t: (1.0 + math.log(n)) if repeats else 1.0 for t, n in counts.items()}
 
 
+def phrase_terms(text: str) -> list[str]:
+    """The analysed terms of a phrase, in the positions the indexer gives them (compound parts
+    and removed stop words are numbered exactly as in the index, so the phrase lines up)."""
+    return [t.text for t in text_analyzer()(text, positions=True, mode="index")]
+
+
 def plain_query(text: str, params: LexicalParams) -> Q.Query | None:
     """Words ranked, not all required; identifier-like words also match exactly."""
     clauses: list[Q.Query] = []
@@ -214,7 +221,7 @@ class LexicalIndex:
         self._lock = threading.Lock()
         self._searcher: Searcher | None = None
         self._fast = FastBM25(B=self.params.b, K1=self.params.k1)
-        self._keys_cache: dict[str, list[str]] = {}
+        self._keys_cache: dict[str, tuple[list[str], np.ndarray]] = {}
         self.ix = self._open_or_create()
 
     def _open_or_create(self):  # noqa: ANN201 - whoosh index objects are untyped
@@ -289,28 +296,15 @@ class LexicalIndex:
             writer.cancel()
             raise
 
-    def search(
-        self,
-        query: Q.Query,
-        limit: int,
-        *,
-        filter_query: Q.Query | None = None,
-        mask_query: Q.Query | None = None,
-    ) -> list[tuple[str, float]]:
+    def snapshot(self) -> LexicalSnapshot:
+        """The index as it is now: docnums stay valid for the snapshot's lifetime."""
         s = self.searcher()
-        clauses = flatten_disjunction(query)
-        if clauses is not None:
-            # plain weighted disjunction: the same BM25F scores, computed with numpy
-            total = s.doc_count_all()
-            allowed = docnum_mask(s, filter_query, total)
-            if mask_query is not None:
-                masked = docnum_mask(s, mask_query, total)
-                assert masked is not None
-                allowed = ~masked if allowed is None else allowed & ~masked
-            ranked = self._fast.search(s, clauses, limit, allowed)
-            return [(s.stored_fields(doc)["key"], score) for doc, score in ranked]
-        results = s.search(query, limit=limit, filter=filter_query, mask=mask_query, terms=False)
-        return [(hit["key"], float(hit.score)) for hit in results]
+        keys, vkeys = self._doc_keys(s)
+        return LexicalSnapshot(s, self._fast, keys, vkeys)
+
+    def search(self, query: Q.Query, limit: int | None) -> list[tuple[str, float]]:
+        """(chunk key, BM25F score) best first."""
+        return self.snapshot().search(query, limit)
 
     def idf(self, field: str, terms: Iterable[str]) -> dict[str, float]:
         """Whoosh's idf, log(N / (df + 1)) + 1, of each term (a term absent from the index
@@ -319,38 +313,125 @@ class LexicalIndex:
         total = max(int(s.doc_count_all()), 1)
         return {t: math.log(total / (s.doc_frequency(field, t) + 1)) + 1.0 for t in set(terms)}
 
-    def matching_keys(self, query: Q.Query, limit: int | None = None) -> list[str]:
-        """Keys that match (unscored order), for filters and filter-only queries."""
-        s = self.searcher()
-        docnums = list(query.docs(s))[:limit]
-        if len(docnums) < 256:
-            return [s.stored_fields(n)["key"] for n in docnums]
-        keys = self._all_keys(s)
-        return [keys[n] for n in docnums]
+    def matching_keys(self, query: Q.Query) -> list[str]:
+        """Keys that match (unscored order)."""
+        snap = self.snapshot()
+        return snap.keys(np.flatnonzero(snap.mask(query)))
 
-    def _all_keys(self, s: Searcher) -> list[str]:
-        """docnum -> chunk key for the whole index, cached per segment (segments never change)."""
+    def _doc_keys(self, s: Searcher) -> tuple[list[str], np.ndarray]:
+        """docnum -> chunk key and vector key for the whole index, cached per segment
+        (segments never change)."""
         reader = s.reader()
         leaves = reader.leaf_readers() if hasattr(reader, "leaf_readers") else [(reader, 0)]
-        out: list[str] = []
+        keys: list[str] = []
+        vkeys: list[np.ndarray] = []
         live: set[str] = set()
-        for leaf, _offset in leaves:
-            seg = leaf.segment() if hasattr(leaf, "segment") else None
-            seg_id = seg.segment_id() if seg is not None else f"mem{id(leaf)}"
-            live.add(seg_id)
-            keys = self._keys_cache.get(seg_id)
-            if keys is None:
-                keys = [""] * leaf.doc_count_all()
-                for docnum, fields in leaf.iter_docs():
-                    keys[docnum] = fields.get("key", "")
-                self._keys_cache[seg_id] = keys
-            out.extend(keys)
-        for stale in set(self._keys_cache) - live:
-            del self._keys_cache[stale]
-        return out
+        with self._lock:
+            for leaf, _offset in leaves:
+                seg = leaf.segment() if hasattr(leaf, "segment") else None
+                seg_id = seg.segment_id() if seg is not None else f"mem{id(leaf)}"
+                live.add(seg_id)
+                cached = self._keys_cache.get(seg_id)
+                if cached is None:
+                    seg_keys = [""] * leaf.doc_count_all()
+                    for docnum, fields in leaf.iter_docs():
+                        seg_keys[docnum] = fields.get("key", "")
+                    seg_vkeys = np.fromiter(
+                        (vector_key(k) if k else 0 for k in seg_keys),
+                        dtype=np.uint64,
+                        count=len(seg_keys),
+                    )
+                    cached = self._keys_cache[seg_id] = (seg_keys, seg_vkeys)
+                keys.extend(cached[0])
+                vkeys.append(cached[1])
+            for stale in set(self._keys_cache) - live:
+                del self._keys_cache[stale]
+        return keys, (np.concatenate(vkeys) if vkeys else np.zeros(0, dtype=np.uint64))
 
     def count(self, query: Q.Query) -> int:
         return sum(1 for _ in query.docs(self.searcher()))
+
+
+class LexicalSnapshot:
+    """One searcher's view: filters evaluated to docnum masks, BM25F search within a mask."""
+
+    def __init__(
+        self, searcher: Searcher, fast: FastBM25, keys: list[str], vkeys: np.ndarray
+    ) -> None:
+        self.searcher = searcher
+        self._fast = fast
+        self._keys = keys
+        self.vkeys = vkeys  # docnum -> vector key
+        self.size = len(keys)
+        self._live: np.ndarray | None = None
+
+    def keys(self, docnums: Iterable[int]) -> list[str]:
+        keys = self._keys
+        return [keys[int(n)] for n in docnums]
+
+    def live(self) -> np.ndarray:
+        """The documents not deleted."""
+        if self._live is None:
+            live = np.zeros(self.size, dtype=bool)
+            ids = np.fromiter(self.searcher.reader().all_doc_ids(), dtype=np.int64)
+            live[ids[ids < self.size]] = True
+            self._live = live
+        return self._live
+
+    def mask(self, query: Q.Query) -> np.ndarray:
+        """The documents matching a filter ``query`` (set algebra over postings, so negations
+        and large filters cost array operations, not a Python loop per document)."""
+        if isinstance(query, Q.Term) and isinstance(query.text, str):
+            out = np.zeros(self.size, dtype=bool)
+            ids = self._fast.term_docnums(self.searcher, query.fieldname, query.text)
+            if ids is not None:
+                out[ids[ids < self.size]] = True
+            return out & self.live()
+        if type(query) in (Q.Or, Q.And) and not getattr(query, "scale", None):
+            parts = [self.mask(q) for q in query.subqueries]
+            if not parts:
+                return self.live() if type(query) is Q.And else np.zeros(self.size, dtype=bool)
+            out = parts[0].copy()
+            for p in parts[1:]:
+                if type(query) is Q.Or:
+                    out |= p
+                else:
+                    out &= p
+            return out
+        if isinstance(query, Q.Not):
+            return self.live() & ~self.mask(query.query)
+        if isinstance(query, Q.Every) and not query.fieldname:
+            return self.live().copy()
+        if query is Q.NullQuery or isinstance(query, type(Q.NullQuery)):
+            return np.zeros(self.size, dtype=bool)
+        if isinstance(query, Q.ConstantScoreQuery):
+            return self.mask(query.child)
+        if isinstance(query, Q.Require):
+            return self.mask(query.a) & self.mask(query.b)
+        if isinstance(query, Q.AndNot):
+            return self.mask(query.a) & ~self.mask(query.b)
+        if isinstance(query, Q.AndMaybe):
+            return self.mask(query.a)
+        out = np.zeros(self.size, dtype=bool)
+        ids = np.fromiter(query.docs(self.searcher), dtype=np.int64)
+        out[ids[ids < self.size]] = True
+        return out
+
+    def search(
+        self, query: Q.Query, limit: int | None, allowed: np.ndarray | None = None
+    ) -> list[tuple[str, float]]:
+        """(chunk key, BM25F score) best first, within ``allowed`` (a docnum mask) if given."""
+        s = self.searcher
+        clauses = flatten_disjunction(query)
+        if clauses is not None:
+            # plain weighted disjunction: the same BM25F scores, computed with numpy
+            ranked = self._fast.search(s, clauses, limit, allowed)
+            return [(self._keys[doc], score) for doc, score in ranked]
+        results = s.search(query, limit=limit, terms=False)
+        hits = [(hit.docnum, float(hit.score)) for hit in results]
+        if allowed is not None:
+            hits = [(d, sc) for d, sc in hits if d < len(allowed) and allowed[d]]
+        return [(self._keys[d], sc) for d, sc in hits]
 
 
 def document_fields(c: ChunkRecord) -> dict[str, str]:

@@ -1,4 +1,5 @@
-"""The query language: text -> tokens -> AST -> :class:`QueryPlan`.
+"""The query language: text -> tokens -> AST -> :class:`QueryPlan` (symbolic: nothing is
+looked up in an index here; :mod:`~tui_search.core.retrieval` resolves the plan).
 
 The grammar (operators are case-sensitive; everything else is plain text)::
 
@@ -13,40 +14,40 @@ The parser is conservative so that natural-language text keeps its meaning: lowe
 ``and``/``or``/``not`` are words; ``+``/``-`` are operators only at the start of a token and
 before a letter, a quote or ``#``; ``name:`` is an operator only for the names in :data:`FIELDS`;
 a ``"`` without a closing one and a ``)`` without an opening one are text. A query with no
-operator compiles to exactly :func:`~tui_search.core.engine.plan_plain`. Malformed input never
+operator compiles to exactly :func:`~tui_search.core.plan.plan_plain`. Malformed input never
 raises out of :func:`compile_query`: it falls back to a literal search with a warning.
 """
 
 from __future__ import annotations
 
-import posixpath
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Union
 
 import numpy as np
-from whoosh import query as Q
 
-from tui_search.core.lexical import (
-    LexicalParams,
-    analyze,
-    identifiers_in,
-    plain_query,
-    term_clause,
-    text_analyzer,
+from tui_search.core.lexical import analyze, identifiers_in
+from tui_search.core.plan import (
+    MODES,
+    And,
+    Field,
+    Mode,
+    Node,
+    Not,
+    Or,
+    Phrase,
+    QueryPlan,
+    Seq,
+    Word,
+    as_mode,
+    plan_plain,
 )
-
-if TYPE_CHECKING:
-    from tui_search.core.engine import QueryPlan, SearchEngine
-    from tui_search.core.graph import LinkGraph
 
 #: Filters: they restrict every arm (keyword and semantic).
 FILTER_FIELDS = frozenset({"tag", "path", "in", "under", "children", "related"})
 #: Directives: they set up the search (semantic text, similar document, mode...).
 DIRECTIVE_FIELDS = frozenset({"similar", "like", "mode", "weights", "explain", "depth"})
 FIELDS = FILTER_FIELDS | DIRECTIVE_FIELDS
-MODES = ("hybrid", "keyword", "semantic")
 DEFAULT_DEPTH = 1
 MAX_DEPTH = 10
 
@@ -58,53 +59,6 @@ _SPACE = frozenset(" \t\r\n\f\v\u00a0\u2000\u2001\u2002\u2003\u2009\u200a\u3000"
 
 class QuerySyntaxError(ValueError):
     """Malformed query text; :func:`compile_query` turns it into a literal search + warning."""
-
-
-# -- AST --------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Word:
-    text: str
-
-
-@dataclass(frozen=True)
-class Phrase:
-    text: str
-
-
-@dataclass(frozen=True)
-class Field:
-    """``name:value`` (``#tag`` is ``Field("tag", ...)``)."""
-
-    name: str
-    value: str
-
-
-@dataclass(frozen=True)
-class Not:
-    child: Node
-
-
-@dataclass(frozen=True)
-class And:
-    children: tuple[Node, ...]
-
-
-@dataclass(frozen=True)
-class Or:
-    children: tuple[Node, ...]
-
-
-@dataclass(frozen=True)
-class Seq:
-    """Clauses side by side: all ``must`` hold, no ``must_not`` holds, and (when there is no
-    ``must``) at least one ``should`` holds. Optional words are ranked together as plain text."""
-
-    must: tuple[Node, ...] = ()
-    should: tuple[Node, ...] = ()
-    must_not: tuple[Node, ...] = ()
-
-
-Node = Union[Word, Phrase, Field, Not, And, Or, Seq]  # noqa: UP007 (runtime alias)
 
 
 # -- tokens -----------------------------------------------------------------------------
@@ -319,7 +273,7 @@ def parse(text: str) -> Node:
 class Directives:
     similar: list[str] = field(default_factory=list)
     like: list[str] = field(default_factory=list)
-    mode: str | None = None
+    mode: Mode | None = None
     weights: tuple[float, float] | None = None
     explain: bool = False
     depth: int | None = None
@@ -332,9 +286,10 @@ def _parse_directive(f: Field, d: Directives) -> None:
     elif f.name == "like":
         d.like.append(v)
     elif f.name == "mode":
-        if v.lower() not in MODES:
-            raise QuerySyntaxError(f"mode:{v} is not a mode (use {', '.join(MODES)})")
-        d.mode = v.lower()
+        try:
+            d.mode = as_mode(v.lower())
+        except ValueError:
+            raise QuerySyntaxError(f"mode:{v} is not a mode (use {', '.join(MODES)})") from None
     elif f.name == "weights":
         parts = [p for p in re.split(r"[,/;]", v) if p.strip()]
         try:
@@ -502,403 +457,77 @@ def positive_text(node: Node | None) -> list[str]:
     return out
 
 
-# -- compilation to Whoosh ----------------------------------------------------------------
-_TRUE = None  # "matches everything" in the relaxed (filter) algebra
-_FALSE = Q.NullQuery
-
-
-def _q_and(parts: list[Q.Query | None]) -> Q.Query | None:
-    kept = [p for p in parts if p is not None]
-    if any(p is _FALSE for p in kept):
-        return _FALSE
-    if not kept:
-        return _TRUE
-    return kept[0] if len(kept) == 1 else Q.And(kept)
-
-
-def _q_or(parts: list[Q.Query | None]) -> Q.Query | None:
-    if any(p is None for p in parts):
-        return _TRUE
-    kept = [p for p in parts if p is not _FALSE]
-    if not kept:
-        return _FALSE
-    return kept[0] if len(kept) == 1 else Q.Or(kept)
-
-
-def _q_not(part: Q.Query | None) -> Q.Query | None:
-    if part is None:
-        return _FALSE
-    if part is _FALSE:
-        return _TRUE
-    return Q.Not(part)
-
-
-def _paths_query(paths: list[str] | set[str]) -> Q.Query:
-    items = sorted(paths)
-    if not items:
-        return _FALSE
-    if len(items) == 1:
-        return Q.Term("path", items[0])
-    return Q.Or([Q.Term("path", p) for p in items])
-
-
-def glob_regex(glob: str) -> re.Pattern[str]:
-    """``**`` any characters, ``*`` within a path segment, ``?`` one character; case-insensitive."""
-    out = []
-    i = 0
-    while i < len(glob):
-        c = glob[i]
-        if glob.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-            continue
-        if glob.startswith("**", i):
-            out.append(".*")
-            i += 2
-            continue
-        out.append("[^/]*" if c == "*" else "[^/]" if c == "?" else re.escape(c))
-        i += 1
-    return re.compile("".join(out) + r"\Z", re.IGNORECASE)
-
-
-def match_path_glob(glob: str, paths: list[str]) -> list[str]:
-    """``path:GLOB``: a glob over workspace paths (over the file name when it has no ``/``);
-    without wildcards, any path that contains the text (case-insensitive)."""
-    g = glob.strip().lstrip("./") if glob.strip().startswith("./") else glob.strip().lstrip("/")
-    if not any(c in g for c in "*?"):
-        low = g.lower()
-        return [p for p in paths if low in p.lower()]
-    rx = glob_regex(g)
-    if "/" in g:
-        return [p for p in paths if rx.match(p)]
-    return [p for p in paths if rx.match(posixpath.basename(p))]
-
-
-@dataclass
-class _Compiler:
-    engine: SearchEngine
-    params: LexicalParams
-    depth: int
-    warnings: list[str] = field(default_factory=list)
-    distances: dict[str, int] = field(default_factory=dict)
-    _graph: LinkGraph | None = None
-    _cache: dict[Field, Q.Query] = field(default_factory=dict)
-
-    @property
-    def graph(self) -> LinkGraph:
-        if self._graph is None:
-            self._graph = self.engine.graph()
-        return self._graph
-
-    def doc(self, name: str, op: str) -> str | None:
-        path = self.graph.resolve(name)
-        if path is None:
-            self.warnings.append(f"{op}:{name}: no such document")
-        return path
-
-    # leaves --------------------------------------------------------------------------
-    def word(self, w: Word) -> Q.Query | None:
-        terms = analyze(w.text)
-        clauses: list[Q.Query] = []
-        if terms:
-            tq = [term_clause(t, self.params) for t in terms]
-            clauses.append(tq[0] if len(tq) == 1 else Q.And(tq))
-        clauses += [
-            Q.Term("ident", i, boost=self.params.ident_boost) for i in identifiers_in(w.text)
-        ]
-        if not clauses:
-            return _TRUE
-        return clauses[0] if len(clauses) == 1 else Q.Or(clauses)
-
-    def phrase(self, p: Phrase) -> Q.Query | None:
-        words = phrase_terms(p.text)
-        if not words:
-            return self.word(Word(p.text))
-        if len(words) == 1:
-            return term_clause(words[0], self.params)
-        return Q.Or(
-            [
-                Q.Phrase("body", words),
-                Q.And([Q.Term("heading", t) for t in words], boost=self.params.heading_boost),
-                Q.And([Q.Term("title", t) for t in words], boost=self.params.title_boost),
-            ]
-        )
-
-    def filter(self, f: Field) -> Q.Query:
-        if f not in self._cache:
-            self._cache[f] = self._filter(f)
-        return self._cache[f]
-
-    def _filter(self, f: Field) -> Q.Query:
-        v = f.value.strip()
-        if f.name == "tag":
-            tag = v.lstrip("#").strip().lower()
-            return Q.Or([Q.Term("tags", tag), Q.Prefix("tags", tag.rstrip("/") + "/")])
-        paths = self.graph.documents
-        if f.name == "path":
-            return _paths_query(match_path_glob(v, paths))
-        if f.name == "in":
-            folder = v.strip().strip("/")
-            if folder in ("", "."):
-                return _paths_query(paths)
-            found = [p for p in paths if p.startswith(folder + "/")]
-            if not found:
-                low = folder.lower() + "/"
-                found = [p for p in paths if p.lower().startswith(low)]
-            return _paths_query(found)
-        if f.name in ("under", "children"):
-            g = self.graph
-            found = g.descendants(v) if f.name == "under" else g.children(v)
-            if not found and g.resolve(v) is None and not g.is_folder(v):
-                self.warnings.append(f"{f.name}:{v}: no such document or folder")
-            return _paths_query(found)
-        if f.name == "related":
-            path = self.doc(v, "related")
-            if path is None:
-                return _FALSE
-            near = self.graph.within(path, self.depth)
-            for p, d in near.items():
-                self.distances[p] = min(d, self.distances.get(p, d))
-            return _paths_query(set(near))
-        raise QuerySyntaxError(f"unknown operator {f.name}:")  # pragma: no cover
-
-    # exact, scored query (keyword arm) --------------------------------------------------
-    def exact(self, node: Node) -> Q.Query | None:
-        """A query matching exactly the chunks that satisfy ``node`` (filters score 0)."""
-        if isinstance(node, Word):
-            return self.word(node)
-        if isinstance(node, Phrase):
-            return self.phrase(node)
-        if isinstance(node, Field):
-            return Q.ConstantScoreQuery(self.filter(node), 0.0)
-        if isinstance(node, Not):
-            return _q_not(self.exact(node.child))
-        if isinstance(node, And):
-            return _q_and([self.exact(c) for c in node.children])
-        if isinstance(node, Or):
-            return _q_or([self.exact(c) for c in node.children])
-        return self.seq(node)
-
-    def seq(self, node: Seq) -> Q.Query | None:
-        words = [c.text for c in node.should if isinstance(c, Word)]
-        should: list[Q.Query | None] = []
-        if words:
-            joined = " ".join(words)
-            pq = plain_query(joined, self.params)
-            should.append(pq if pq is not None else _TRUE)
-        should += [self.exact(c) for c in node.should if not isinstance(c, Word)]
-        text_must = [self.exact(c) for c in node.must if has_text(c)]
-        filter_must = [self.exact(c) for c in node.must if not has_text(c)]
-        excluded = _q_or([self.exact(c) for c in node.must_not]) if node.must_not else _FALSE
-        must = _q_and(text_must)
-        optional = _q_or(should) if should else _FALSE
-        if text_must:
-            if must is _FALSE:
-                return _FALSE
-            base: Q.Query | None = must
-            if optional is not _FALSE and optional is not None and must is not None:
-                base = Q.AndMaybe(must, optional)
-            elif must is None:
-                base = optional if optional is not _FALSE else None
-        else:
-            base = optional if should else None
-        if base is _FALSE:
-            return _FALSE
-        filters = _q_and(filter_must)
-        if filters is _FALSE or excluded is None:
-            return _FALSE
-        if base is None:
-            base = Q.ConstantScoreQuery(Q.Every(), 0.0)
-        if filters is not None:
-            base = Q.Require(base, filters)
-        if excluded is not _FALSE:
-            base = Q.AndNot(base, excluded)
-        return base
-
-    # relaxed filter (every arm) -----------------------------------------------------------
-    def sup(self, node: Node) -> Q.Query | None:
-        """A superset of the satisfying chunks: text that must match is relaxed to "anything",
-        filters and excluded text are kept. Restricts the semantic arm too."""
-        if isinstance(node, (Word, Phrase)):
-            return _TRUE
-        if isinstance(node, Field):
-            return self.filter(node)
-        if isinstance(node, Not):
-            return _q_not(self.sub(node.child))
-        if isinstance(node, And):
-            return _q_and([self.sup(c) for c in node.children])
-        if isinstance(node, Or):
-            return _q_or([self.sup(c) for c in node.children])
-        parts = [self.sup(c) for c in node.must]
-        parts += [_q_not(self.sub(c)) for c in node.must_not]
-        if node.should and not node.must:
-            parts.append(_q_or([self.sup(c) for c in node.should]))
-        return _q_and(parts)
-
-    def sub(self, node: Node) -> Q.Query | None:
-        """A subset of the satisfying chunks (used under negation): text matched exactly."""
-        if isinstance(node, Word):
-            return self.word(node)
-        if isinstance(node, Phrase):
-            return self.phrase(node)
-        if isinstance(node, Field):
-            return self.filter(node)
-        if isinstance(node, Not):
-            return _q_not(self.sup(node.child))
-        if isinstance(node, And):
-            return _q_and([self.sub(c) for c in node.children])
-        if isinstance(node, Or):
-            return _q_or([self.sub(c) for c in node.children])
-        parts = [self.sub(c) for c in node.must]
-        parts += [_q_not(self.sup(c)) for c in node.must_not]
-        if node.should and not node.must:
-            parts.append(_q_or([self.sub(c) for c in node.should]))
-        return _q_and(parts)
-
-
-def phrase_terms(text: str) -> list[str]:
-    """The analysed terms of a phrase, in the positions the indexer gives them (compound parts
-    and removed stop words are numbered exactly as in the index, so the phrase lines up)."""
-    return [t.text for t in text_analyzer()(text, positions=True, mode="index")]
-
-
 # -- plans ------------------------------------------------------------------------------
-def _fallback(text: str, params: LexicalParams, reason: str) -> QueryPlan:
-    from tui_search.core.engine import plan_plain
-
-    plan = plan_plain(text, params)
-    plan.warnings.append(f"query syntax: {reason}; searched for the text literally")
-    return plan
+def _fallback(text: str, reason: str) -> QueryPlan:
+    return plan_plain(text).with_warning(f"query syntax: {reason}; searched for the text literally")
 
 
-def compile_query(text: str, engine: SearchEngine) -> QueryPlan:
-    """Compile query text for ``engine``. Never raises on the text: bad syntax -> literal search."""
-    from tui_search.core.engine import plan_plain
-
-    params = engine.lexical_params
+def compile_query(text: str) -> QueryPlan:
+    """Compile query text into a plan. Never raises on the text: bad syntax -> literal search."""
     try:
         tokens = tokenize(text)
     except QuerySyntaxError as exc:
-        return _fallback(text, params, str(exc))
+        return _fallback(text, str(exc))
     if not is_structured(tokens):
-        return plan_plain(text, params)
+        return plan_plain(text)
     try:
         ast = _Parser(tokens).parse()
         tree, directives = extract_directives(ast)
         tree = normalize(tree) if tree is not None else None
         if only_excluded_text(tree) and not directives.similar and not directives.like:
             return _fallback(
-                text,
-                params,
-                "a query that only excludes words would list everything without them",
+                text, "a query that only excludes words would list everything without them"
             )
-        return _build(text, tree, directives, engine)
+        return _build(text, tree, directives)
     except QuerySyntaxError as exc:
-        return _fallback(text, params, str(exc))
+        return _fallback(text, str(exc))
     except Exception as exc:  # never fail a search on the query text
-        return _fallback(text, params, f"could not be compiled ({type(exc).__name__}: {exc})")
+        return _fallback(text, f"could not be compiled ({type(exc).__name__}: {exc})")
 
 
-def _build(text: str, tree: Node | None, d: Directives, engine: SearchEngine) -> QueryPlan:
-    from tui_search.core.engine import QueryPlan, plan_plain
-
-    params = engine.lexical_params
-    c = _Compiler(engine, params, d.depth or DEFAULT_DEPTH)
+def _build(text: str, tree: Node | None, d: Directives) -> QueryPlan:
+    warnings: list[str] = []
     if d.depth is not None and not any(
         isinstance(n, Field) and n.name == "related" for n in iter_nodes(tree)
     ):
-        c.warnings.append("depth: only applies to related:")
-
+        warnings.append("depth: only applies to related:")
     words = positive_text(tree)
     if is_plain(tree) and d == Directives():
-        return plan_plain(text, params)  # e.g. words next to a quoted phrase: plain meaning
+        return plan_plain(text)  # e.g. words next to a quoted phrase: plain meaning
     if is_plain(tree):
-        plan = plan_plain(" ".join(words), params)
-        plan.text = text
+        plan = replace(plan_plain(" ".join(words)), text=text)
     else:
-        plan = QueryPlan(text=text)
-        if tree is not None:
-            kq = c.exact(tree) if has_text(tree) else None
-            plan.keyword_query = kq if kq is not _FALSE else Q.NullQuery
-            sup = c.sup(tree)
-            plan.filter_query = sup
-            plan.strict = True
         joined = " ".join(words)
-        plan.semantic_text = joined if joined.strip() and has_text(tree) else None
-        plan.identifiers = identifiers_in(joined)
-        plan.highlight_terms = set(analyze(joined))
-
-    # similar: / like: drive the semantic arm
-    vectors: list[np.ndarray] = []
-    if d.similar:
+        plan = QueryPlan(
+            text=text,
+            tree=tree,
+            semantic_text=joined if joined.strip() and has_text(tree) else None,
+            identifiers=tuple(identifiers_in(joined)),
+            highlight_terms=frozenset(analyze(joined)),
+        )
+    if d.similar:  # similar: / like: drive the semantic arm
         sim_text = " ".join(d.similar)
-        plan.semantic_text = sim_text
-        plan.highlight_terms |= set(analyze(sim_text))
-        if d.like:
-            vectors.append(engine.embed_query(sim_text))
-    excluded_docs: list[str] = []
-    for name in d.like:
-        path = c.doc(name, "like")
-        if path is None:
-            continue
-        excluded_docs.append(path)
-        rows = engine.indexer.store.vectors_for_path(path)
-        if not rows:
-            c.warnings.append(f"like:{name}: the document has no embeddings yet")
-            continue
-        vectors.append(np.mean(np.stack([v for _, v in rows]), axis=0))
-    if d.like:
-        if vectors:
-            vec = np.mean(np.stack(vectors), axis=0).astype(np.float32)
-            norm = float(np.linalg.norm(vec))
-            plan.semantic_vector = vec / norm if norm > 0 else vec
-        if excluded_docs:
-            plan.mask_query = _paths_query(excluded_docs)
-
+        plan = replace(
+            plan,
+            semantic_text=sim_text,
+            highlight_terms=plan.highlight_terms | frozenset(analyze(sim_text)),
+            similar_in_vector=bool(d.like),
+        )
     semantic_driven = bool(d.similar or d.like)
+    mode: Mode | None = d.mode
     if semantic_driven and not has_text(tree):
-        plan.keyword_query = None
-        if d.mode is None:
-            plan.mode = "semantic"
-    plan.mode = d.mode or plan.mode
-    plan.weights = d.weights
-    plan.explain = d.explain
-
-    # related: rank by link distance, then by the rest of the query
-    if c.distances:
-        keys: dict[str, int] = {}
-        for path, dist in c.distances.items():
-            for ch in engine.indexer.store.chunks_for_path(path):
-                keys[ch.key] = dist
-        plan.tiers = keys
-
-    if not has_text(tree) and not semantic_driven:
-        # a query made only of filters: the matching documents' sections, in document order
-        plan.fixed_ranking = _listing(engine, plan.filter_query, c.distances)
-        plan.keyword_query = None
-        plan.semantic_text = None
-    plan.warnings.extend(c.warnings)
-    return plan
-
-
-def _listing(
-    engine: SearchEngine, filter_query: Q.Query | None, distances: dict[str, int]
-) -> list[tuple[str, float]]:
-    lex = engine.indexer.lexical
-    keys = lex.matching_keys(filter_query if filter_query is not None else Q.Every())
-    records = engine.indexer.store.chunks_by_keys(keys)
-    ordered = sorted(
-        records.values(),
-        key=lambda r: (distances.get(r.file_path, 0), r.file_path, r.line_start, r.chunk_index),
+        plan = replace(plan, plain_text=None)
+        mode = mode or "semantic"
+    listing = not has_text(tree) and not semantic_driven
+    if listing:  # only filters: the matching documents' sections, in document order
+        plan = replace(plan, plain_text=None, semantic_text=None)
+    return replace(
+        plan,
+        like=tuple(d.like),
+        listing=listing,
+        depth=d.depth or DEFAULT_DEPTH,
+        mode=mode,
+        weights=d.weights,
+        explain=d.explain,
+        warnings=plan.warnings + tuple(warnings),
     )
-    return [(r.key, 1.0 / (1 + distances.get(r.file_path, 0))) for r in ordered]
-
-
-def restrict_to_documents(plan: QueryPlan, engine: SearchEngine, paths: list[str]) -> QueryPlan:
-    """A copy of ``plan`` limited to the sections of ``paths`` (e.g. a link-graph community)."""
-    keys = {ch.key for p in paths for ch in engine.indexer.store.chunks_for_path(p)}
-    allowed = keys if plan.allowed_keys is None else plan.allowed_keys & keys
-    fixed = plan.fixed_ranking
-    if fixed is not None:
-        fixed = [(k, s) for k, s in fixed if k in allowed]
-    return replace(plan, allowed_keys=allowed, fixed_ranking=fixed)

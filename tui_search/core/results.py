@@ -95,7 +95,9 @@ class SearchResults:
     has_more: bool = False
     next_token: str | None = None
     warnings: tuple[str, ...] = ()
+    #: The query's analysed terms and its identifiers (exact words): what is highlighted.
     terms: tuple[str, ...] = ()
+    identifiers: tuple[str, ...] = ()
     weights: tuple[float, float] = (0.7, 0.3)
 
     @property

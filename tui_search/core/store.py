@@ -372,6 +372,134 @@ class Store:
         )
         return [(int(k), unpack_vector(b)) for k, b in rows]
 
+    def keys_for_vkeys(self, vkeys: Iterable[int]) -> dict[int, str]:
+        """Vector key -> chunk key (keys without a chunk, e.g. stale vectors, are left out)."""
+        sql = "SELECT vkey, key FROM chunks WHERE vkey IN {in}"
+        return {int(v): k for v, k in self.select_in(sql, [int(v) for v in vkeys])}
+
+    def match_texts(self, keys: Iterable[str]) -> dict[str, str]:
+        """Chunk key -> the text identifiers are looked for in (content, then heading)."""
+        sql = "SELECT key, content || char(10) || heading FROM chunks WHERE key IN {in}"
+        return dict(self.select_in(sql, keys))
+
+    def keys_in_paths(self, paths: Iterable[str]) -> list[tuple[str, str]]:
+        """(chunk key, path) of every chunk of the files ``paths``."""
+        return [
+            (r[0], r[1])
+            for r in self.select_in("SELECT key, path FROM chunks WHERE path IN {in}", paths)
+        ]
+
+    def paths_of_keys(self, keys: Iterable[str]) -> dict[str, str]:
+        """Chunk key -> file path (keys without a chunk are left out)."""
+        return dict(self.select_in("SELECT key, path FROM chunks WHERE key IN {in}", keys))
+
+    def listing(self, keys: Iterable[str]) -> list[tuple[str, str]]:
+        """(key, path) of chunks in document order: by path, line, then chunk index."""
+        rows = self.select_in(
+            "SELECT key, path, line_start, chunk_index FROM chunks WHERE key IN {in}", keys
+        )
+        return [(r[0], r[1]) for r in sorted(rows, key=lambda r: (r[1], r[2], r[3]))]
+
+    def section_ids(self) -> set[str]:
+        return {r[0] for r in self._conn().execute("SELECT DISTINCT section_id FROM chunks")}
+
+    def headings(self, min_len: int, max_len: int) -> list[str]:
+        """Distinct section headings of a length in the range, sorted (for benchmarks)."""
+        rows = self._conn().execute(
+            "SELECT DISTINCT heading FROM chunks WHERE length(heading) BETWEEN ? AND ? "
+            "ORDER BY heading",
+            (min_len, max_len),
+        )
+        return [r[0] for r in rows]
+
+    def files_stamp(self) -> tuple[Any, ...]:
+        """Changes whenever a file is added, removed or changed (cheap: one aggregate)."""
+        return tuple(
+            self._conn()
+            .execute(
+                "SELECT count(*), total(mtime_ns), coalesce(group_concat(hash), '') FROM files"
+            )
+            .fetchone()
+        )
+
+    def has_files_under(self, folder: str) -> bool:
+        """Does the index hold any file below ``folder``?"""
+        # '/' + 1 == '0': every path starting with "folder/" sorts between these two bounds
+        row = (
+            self._conn()
+            .execute(
+                "SELECT 1 FROM files WHERE path > ? AND path < ? LIMIT 1",
+                (folder + "/", folder + "0"),
+            )
+            .fetchone()
+        )
+        return row is not None
+
+    def count_vectors(self) -> int:
+        return int(
+            self._conn()
+            .execute("SELECT count(*) FROM chunks WHERE vector IS NOT NULL")
+            .fetchone()[0]
+        )
+
+    def vectors_by_hash(self, hashes: Iterable[str]) -> dict[str, np.ndarray]:
+        """A stored vector for each content hash that has one."""
+        sql = "SELECT content_hash, vector FROM chunks WHERE vector IS NOT NULL AND content_hash IN {in}"
+        return {h: unpack_vector(blob) for h, blob in self.select_in(sql, hashes)}
+
+    def keys_without_vector(self) -> list[tuple[str, str]]:
+        """(key, path) of chunks that have no vector yet."""
+        return [
+            (r[0], r[1])
+            for r in self._conn().execute("SELECT key, path FROM chunks WHERE vector IS NULL")
+        ]
+
+    # -- writes -------------------------------------------------------------------------
+    def forget_vectors(self, model_fingerprint: str) -> None:
+        """Another model: drop every vector and token row, remember the new model."""
+        with self._conn() as conn:
+            conn.execute("UPDATE chunks SET vector = NULL")
+            conn.execute("DELETE FROM tokens")  # another model, another tokenizer
+            conn.execute("INSERT OR REPLACE INTO meta VALUES ('model', ?)", (model_fingerprint,))
+
+    def wipe(self) -> None:
+        with self._conn() as conn:
+            conn.execute("DELETE FROM chunks")
+            conn.execute("DELETE FROM files")
+            conn.execute("DELETE FROM meta WHERE key = 'dirty'")
+
+    def touch_files(self, conn: sqlite3.Connection, stamps: Iterable[tuple[str, int, int]]) -> None:
+        """New (path, size, mtime) of files whose content did not change."""
+        conn.executemany(
+            "UPDATE files SET size = ?, mtime_ns = ? WHERE path = ?",
+            [(size, mtime, path) for path, size, mtime in stamps],
+        )
+
+    def set_vectors(
+        self, conn: sqlite3.Connection, vectors: Iterable[tuple[str, np.ndarray]]
+    ) -> None:
+        conn.executemany(
+            "UPDATE chunks SET vector = ? WHERE key = ?",
+            [(pack_vector(vec), key) for key, vec in vectors],
+        )
+
+    def put_tokens(
+        self, conn: sqlite3.Connection, tokens: Iterable[tuple[str, np.ndarray]]
+    ) -> None:
+        conn.executemany(
+            "INSERT OR REPLACE INTO tokens VALUES (?, ?)",
+            [(h, pack_tokens(t)) for h, t in tokens],
+        )
+
+    def clear_dirty(self, conn: sqlite3.Connection) -> None:
+        conn.execute("DELETE FROM meta WHERE key = 'dirty'")
+
+    def add_skipped(self, conn: sqlite3.Connection, skipped: Iterable[tuple[str, str]]) -> None:
+        conn.executemany("INSERT OR REPLACE INTO skipped VALUES (?, ?)", list(skipped))
+
+    def forget_skipped(self, conn: sqlite3.Connection, paths: Iterable[str]) -> None:
+        conn.executemany("DELETE FROM skipped WHERE path = ?", [(p,) for p in paths])
+
     # -- writes -------------------------------------------------------------------------
     def apply_file(
         self,

@@ -149,7 +149,7 @@ class WorkspaceWatcher:
         self.force_polling = force_polling
         self.root: Path = engine.workspace.root
         self._root_str = str(self.root)
-        index_dir = Path(engine.indexer.index_dir)
+        index_dir = Path(engine.index_dir)
         self._index_dir_str = str(index_dir.resolve()) if index_dir.exists() else str(index_dir)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -278,11 +278,7 @@ class WorkspaceWatcher:
 
     def _known_below(self, rel: str) -> bool:
         """Does the index hold any file below folder ``rel``?"""
-        # '/' + 1 == '0': every path starting with "rel/" sorts between these two bounds
-        row = self.engine.indexer.store.execute(
-            "SELECT 1 FROM files WHERE path > ? AND path < ? LIMIT 1", (rel + "/", rel + "0")
-        ).fetchone()
-        return row is not None
+        return self.engine.has_files_under(rel)
 
     def _walk(self, rel_dir: str) -> Iterable[str]:
         """The markdown files below a folder, with the workspace's ignore rules."""
@@ -374,7 +370,7 @@ class WorkspaceWatcher:
                 self._set_state(STATE_STOPPED)
         finally:
             with contextlib.suppress(Exception):
-                self.engine.indexer.store.close()  # this thread's SQLite connection only
+                self.engine.release_thread()  # this thread's SQLite connection only
 
     def _fail(self, message: str) -> None:
         self._error(message)

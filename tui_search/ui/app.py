@@ -15,7 +15,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -33,8 +33,9 @@ from textual.worker import get_current_worker
 from tui_search.config import Settings
 from tui_search.core.chunking import slugify
 from tui_search.core.errors import TuiSearchError
+from tui_search.core.plan import MODES
 from tui_search.core.textsafe import sanitize_terminal
-from tui_search.ui.commands import MODES, SearchCommands
+from tui_search.ui.commands import SearchCommands
 from tui_search.ui.messages import (
     EngineFailed,
     EngineReady,
@@ -520,15 +521,14 @@ class TuiSearchApp(App[int]):
         error = None
         results = None
         try:
-            plan: Any = query
-            if scope is not None:
-                from tui_search.core.query import restrict_to_documents
-
-                plan = restrict_to_documents(self.engine.plan(query), self.engine, list(scope[1]))
-                if not query:  # the filter alone: the community's sections, in document order
-                    plan = replace(plan, fixed_ranking=self._listing(scope[1]))
+            # with a scope and no query: the community's sections, in document order
             results = self.engine.search(
-                plan, mode=mode, group=grouped, limit=PAGE_SIZE, continuation=continuation
+                query,
+                mode=mode,
+                group=grouped,
+                limit=PAGE_SIZE,
+                continuation=continuation,
+                scope=scope[1] if scope is not None else None,
             )
         except TuiSearchError as exc:
             error = str(exc)
@@ -537,14 +537,6 @@ class TuiSearchApp(App[int]):
         if not worker.is_cancelled:
             scope_id = scope[0] if scope is not None else None
             self.post_message(SearchDone(query, mode, grouped, results, append, error, scope_id))
-
-    def _listing(self, paths: tuple[str, ...]) -> list[tuple[str, float]]:
-        """Every section of ``paths`` (worker thread), by path then position, all scored 1."""
-        ranked: list[tuple[str, float]] = []
-        for path in sorted(paths):
-            chunks = sorted(self.engine.sections(path), key=lambda c: (c.line_start, c.chunk_index))
-            ranked.extend((c.key, 1.0) for c in chunks)
-        return ranked
 
     def on_search_done(self, message: SearchDone) -> None:
         current = self.query_input.value.strip()
@@ -721,13 +713,14 @@ class TuiSearchApp(App[int]):
         if path is None or self.engine is None:
             return
         width = max(20, self.preview.scrollable_content_region.width - 1)
-        terms = tuple(self._last_results.terms) if self._last_results is not None else ()
+        highlight = self.engine.highlighter(self._last_results)
+        terms = (tuple(sorted(highlight.terms)), tuple(sorted(highlight.identifiers)))
         key = (path, selected_key, anchor, width, self.preview_window, self.theme, terms)
         if key == self._preview_key and not force:
             return
         self._preview_key = key
         self._render_preview_worker(
-            key, path, selected, anchor, terms, width, self.preview_styles(), keep_scroll
+            key, path, selected, anchor, highlight, width, self.preview_styles(), keep_scroll
         )
 
     @work(thread=True, exclusive=True, group="preview", exit_on_error=False, description="preview")
@@ -737,7 +730,7 @@ class TuiSearchApp(App[int]):
         path: str,
         selected: SectionSpan | None,
         anchor: str,
-        terms: tuple[str, ...],
+        highlight: Callable[[str], list[tuple[int, int]]],
         width: int,
         styles: PreviewStyles,
         keep_scroll: bool,
@@ -777,7 +770,7 @@ class TuiSearchApp(App[int]):
             width=width,
             sections=sections,
             selected=selected,
-            terms=terms,
+            highlight=highlight,
             meta=meta,
             styles=styles,
             window=self.preview_window,

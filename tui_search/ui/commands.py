@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, cast
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
+from tui_search.core.plan import MODES
+
 if TYPE_CHECKING:
     from tui_search.ui.app import TuiSearchApp
-
-MODES = ("hybrid", "keyword", "semantic")
 
 
 class SearchCommands(Provider):

@@ -8,8 +8,7 @@ section is rendered, so a 10,000-line file costs no more than a short one.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from io import StringIO
 
@@ -122,15 +121,6 @@ class RenderedPreview:
     link_rows: dict[int, LinkEntry] = field(default_factory=dict)
 
 
-def terms_pattern(terms: Iterable[str]) -> re.Pattern[str] | None:
-    """Matched terms (stems from the core) -> a regex for the words they start."""
-    cleaned = sorted({t for t in terms if t and len(t) > 1}, key=len, reverse=True)
-    if not cleaned:
-        return None
-    body = "|".join(re.escape(t) for t in cleaned)
-    return re.compile(rf"(?i)\b(?:{body})\w*")
-
-
 def split_front_matter(lines: Sequence[str]) -> int:
     """The index of the first body line (0 when there is no YAML front matter)."""
     if not lines or lines[0].strip() != "---":
@@ -182,7 +172,7 @@ def render_preview(
     width: int,
     sections: Sequence[SectionSpan] = (),
     selected: SectionSpan | None = None,
-    terms: Iterable[str] = (),
+    highlight: Callable[[str], Sequence[tuple[int, int]]] | None = None,
     meta: DocumentMeta | None = None,
     styles: PreviewStyles | None = None,
     window: int = DEFAULT_WINDOW,
@@ -210,7 +200,6 @@ def render_preview(
     if selected and start < selected.line_start <= end:
         cuts = sorted({*cuts, selected.line_start})
     code_theme = "ansi_dark" if styles.dark else "ansi_light"
-    pattern = terms_pattern(terms)
     match_style = Style.parse(f"bold {styles.match_fg} on {styles.match_bg}")
     muted = Style.parse(styles.muted)
     marker_style = Style.parse(f"bold {styles.marker}")
@@ -288,8 +277,9 @@ def render_preview(
 
     strips: list[Strip] = []
     for t, marked in lines:
-        if pattern is not None:
-            t.highlight_regex(pattern, style=match_style)
+        if highlight is not None:
+            for s, e in highlight(t.plain):
+                t.stylize(match_style, s, e)
         row = Text(no_wrap=True, end="")
         row.append("▌ " if marked else "  ", style=marker_style if marked else None)
         row.append_text(t)

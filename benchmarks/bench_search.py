@@ -1,0 +1,155 @@
+"""The search path as the user waits for it, on an index that is already up to date.
+
+Prints p50/p95 (ms) over the same queries, in one process, for:
+- ``rank``: the ranking alone (what earlier figures reported);
+- ``search(limit=10)`` flat; ``search(limit=50)`` flat and ``search(limit=50, group=True)``
+  (the app's calls: a page of 50, snippets included);
+- filter and exclusion queries (``tag:``, ``path:``, ``-word``, ``NOT``) at limit 50, grouped;
+and the ratios app-call / rank. Queries are the corpus' own headings (half phrased as
+questions), a deterministic sample.
+
+Usage:
+    python benchmarks/bench_search.py --workspace /tmp/corpora/rust-rfcs --index-dir DIR
+The index is built first when it is missing or stale (not timed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import resource
+import statistics
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tui_search.config import Settings  # noqa: E402
+from tui_search.core.engine import SearchEngine  # noqa: E402
+
+
+def pct(values: list[float], q: float) -> float:
+    values = sorted(values)
+    if not values:
+        return float("nan")
+    k = (len(values) - 1) * q
+    lo, hi = int(k), min(int(k) + 1, len(values) - 1)
+    return values[lo] + (values[hi] - values[lo]) * (k - lo)
+
+
+def natural_queries(engine: SearchEngine, n: int, seed: int) -> list[str]:
+    headings = sorted(
+        {
+            c.heading
+            for path in sorted(engine.files())
+            for c in engine.sections(path)
+            if 8 <= len(c.heading) <= 80
+        }
+    )
+    rng = random.Random(seed)
+    picked = rng.sample(headings, min(n, len(headings)))
+    return [h if i % 2 == 0 else f"how do I {h.lower()}?" for i, h in enumerate(picked)]
+
+
+def filter_queries(engine: SearchEngine, natural: list[str], n: int) -> list[str]:
+    """``tag:``, ``path:``, ``-word`` and ``NOT`` queries built from the corpus itself."""
+    files = engine.files()
+    tags = Counter(t for f in files.values() for t in f.tags)
+    folders = Counter(p.split("/")[0] for p in files if "/" in p)
+    words = Counter(w.lower() for q in natural for w in q.split() if w.isalpha() and len(w) > 4)
+    common = [w for w, _ in words.most_common(8)] or ["the"]
+    out: list[str] = []
+    rng = random.Random(11)
+    for i in range(n):
+        q = natural[i % len(natural)].rstrip("?")
+        kind = i % 4
+        if kind == 0 and tags:
+            out.append(f"{q} tag:{rng.choice([t for t, _ in tags.most_common(5)])}")
+        elif kind == 1 and folders:
+            out.append(f"{q} path:{rng.choice([f for f, _ in folders.most_common(5)])}/*")
+        elif kind == 2:
+            out.append(f"{q} -{rng.choice(common)}")
+        else:
+            out.append(f"{q} NOT {rng.choice(common)}")
+    return out
+
+
+def timed(fn: Any, repeat: int) -> float:
+    best = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        best.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(best)
+
+
+def rank_call(engine: SearchEngine, q: str) -> None:
+    if hasattr(engine, "plan"):  # before issue 13
+        engine.rank(engine.plan(q), "hybrid")
+    else:
+        engine.rank(q, mode="hybrid")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--workspace", type=Path, required=True)
+    ap.add_argument("--index-dir", type=Path, required=True)
+    ap.add_argument("--queries", type=int, default=40)
+    ap.add_argument("--repeat", type=int, default=3, help="runs per query (median kept)")
+    ap.add_argument("--extra", action="append", default=[], help="an extra filter query")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+
+    engine = SearchEngine(Settings(workspace=args.workspace, index_dir=args.index_dir))
+    if engine.stats().chunks == 0:
+        engine.sync()
+    natural = natural_queries(engine, args.queries, seed=7)
+    filters = filter_queries(engine, natural, args.queries // 2) + list(args.extra)
+    for q in natural[:5]:  # warm-up
+        engine.search(q, limit=50, group=True)
+    calls = {
+        "rank": lambda q: rank_call(engine, q),
+        "search(limit=10)": lambda q: engine.search(q, limit=10),
+        "search(limit=50)": lambda q: engine.search(q, limit=50),
+        "search(limit=50, group)": lambda q: engine.search(q, limit=50, group=True),
+    }
+    lat: dict[str, list[float]] = {name: [] for name in calls}
+    for q in natural:
+        for name, fn in calls.items():
+            lat[name].append(timed(lambda fn=fn, q=q: fn(q), args.repeat))
+    lat["filters, search(limit=50, group)"] = [
+        timed(lambda q=q: engine.search(q, limit=50, group=True), args.repeat) for q in filters
+    ]
+    figures: dict[str, Any] = {
+        "workspace": str(args.workspace),
+        "chunks": engine.stats().chunks,
+        "queries": len(natural),
+        "filter_queries": len(filters),
+    }
+    engine.close()
+    print(
+        f"{args.workspace}: {figures['chunks']} chunks, {len(natural)} queries (+{len(filters)} filter)"
+    )
+    rank_p95 = pct(lat["rank"], 0.95)
+    for name, values in lat.items():
+        p50, p95 = pct(values, 0.5), pct(values, 0.95)
+        figures[name] = {"p50_ms": round(p50, 1), "p95_ms": round(p95, 1)}
+        print(
+            f"{name:<34} p50 {p50:8.1f} ms  p95 {p95:8.1f} ms  p95/rank p95 {p95 / rank_p95:5.2f}"
+        )
+    figures["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    print(f"peak RSS {figures['peak_rss_mb']} MB")
+    if args.json:
+        print(json.dumps(figures))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,622 @@
+"""Retrieval: a :class:`~tui_search.core.plan.QueryPlan` resolved against the index and ranked.
+
+This is the one place a ranking change goes. For one query it
+1. resolves the plan's symbols (documents named by ``like:``/``related:``/``under:``, path
+   globs, the scope) with the link graph;
+2. evaluates every filter once, as one mask over the full-text index's documents (the
+   keyword arm searches within it, the semantic arm maps it to vector keys);
+3. runs the keyword arm (BM25F) and the semantic arm (cosine, plus soft term matching);
+4. fuses them (``ranking.fuse`` with explicit :class:`~tui_search.core.ranking.FusionParams`),
+   boosts exact identifiers, and orders by tier (``related:`` link distance).
+It reads the index; it never writes.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+from whoosh import query as Q
+
+from tui_search.core.embedding import Embedder, TokenEmbedder
+from tui_search.core.exact import term_query
+from tui_search.core.graph import LinkGraph
+from tui_search.core.index import SearchIndex
+from tui_search.core.lexical import (
+    LexicalParams,
+    LexicalSnapshot,
+    analyze,
+    analyzed_spans,
+    identifiers_in,
+    phrase_terms,
+    plain_query,
+    term_clause,
+)
+from tui_search.core.plan import (
+    And,
+    Field,
+    Mode,
+    Node,
+    Not,
+    Or,
+    Phrase,
+    QueryPlan,
+    Seq,
+    Word,
+)
+from tui_search.core.query import QuerySyntaxError, has_text
+from tui_search.core.ranking import (
+    FusionParams,
+    Scored,
+    apply_exact_boost,
+    blend_document,
+    finalize,
+    fuse,
+)
+from tui_search.core.softmatch import query_token_weights, soft_match_scores
+from tui_search.core.store import vector_key
+
+#: Distinct-token arrays kept for soft matching, by chunk content hash (~0.5 KB each).
+TOKEN_CACHE_SIZE = 50_000
+#: Up to this many allowed chunks, the semantic arm scores them all exactly.
+EXACT_VECTOR_LIMIT = 20_000
+
+
+# -- the query tree -> Whoosh queries ----------------------------------------------------------------
+_TRUE = None  # "matches everything" in the relaxed (filter) algebra
+_FALSE = Q.NullQuery
+
+
+def _q_and(parts: list[Q.Query | None]) -> Q.Query | None:
+    kept = [p for p in parts if p is not None]
+    if any(p is _FALSE for p in kept):
+        return _FALSE
+    if not kept:
+        return _TRUE
+    return kept[0] if len(kept) == 1 else Q.And(kept)
+
+
+def _q_or(parts: list[Q.Query | None]) -> Q.Query | None:
+    if any(p is None for p in parts):
+        return _TRUE
+    kept = [p for p in parts if p is not _FALSE]
+    if not kept:
+        return _FALSE
+    return kept[0] if len(kept) == 1 else Q.Or(kept)
+
+
+def _q_not(part: Q.Query | None) -> Q.Query | None:
+    if part is None:
+        return _FALSE
+    if part is _FALSE:
+        return _TRUE
+    return Q.Not(part)
+
+
+def _paths_query(paths: Iterable[str]) -> Q.Query:
+    items = sorted(paths)
+    if not items:
+        return _FALSE
+    if len(items) == 1:
+        return Q.Term("path", items[0])
+    return Q.Or([Q.Term("path", p) for p in items])
+
+
+def glob_regex(glob: str) -> re.Pattern[str]:
+    """``**`` any characters, ``*`` within a path segment, ``?`` one character; case-insensitive."""
+    out = []
+    i = 0
+    while i < len(glob):
+        c = glob[i]
+        if glob.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+            continue
+        if glob.startswith("**", i):
+            out.append(".*")
+            i += 2
+            continue
+        out.append("[^/]*" if c == "*" else "[^/]" if c == "?" else re.escape(c))
+        i += 1
+    return re.compile("".join(out) + r"\Z", re.IGNORECASE)
+
+
+def match_path_glob(glob: str, paths: list[str]) -> list[str]:
+    """``path:GLOB``: a glob over workspace paths (over the file name when it has no ``/``);
+    without wildcards, any path that contains the text (case-insensitive)."""
+    g = glob.strip().lstrip("./") if glob.strip().startswith("./") else glob.strip().lstrip("/")
+    if not any(c in g for c in "*?"):
+        low = g.lower()
+        return [p for p in paths if low in p.lower()]
+    rx = glob_regex(g)
+    if "/" in g:
+        return [p for p in paths if rx.match(p)]
+    return [p for p in paths if rx.match(posixpath.basename(p))]
+
+
+@dataclass
+class _Compiler:
+    """The query tree -> Whoosh queries, filters resolved with the link graph."""
+
+    graph_source: Callable[[], LinkGraph]
+    params: LexicalParams
+    depth: int
+    warnings: list[str] = field(default_factory=list)
+    distances: dict[str, int] = field(default_factory=dict)
+    _graph: LinkGraph | None = None
+    _cache: dict[Field, Q.Query] = field(default_factory=dict)
+
+    @property
+    def graph(self) -> LinkGraph:
+        if self._graph is None:
+            self._graph = self.graph_source()
+        return self._graph
+
+    def doc(self, name: str, op: str) -> str | None:
+        path = self.graph.resolve(name)
+        if path is None:
+            self.warnings.append(f"{op}:{name}: no such document")
+        return path
+
+    # leaves --------------------------------------------------------------------------
+    def word(self, w: Word) -> Q.Query | None:
+        terms = analyze(w.text)
+        clauses: list[Q.Query] = []
+        if terms:
+            tq = [term_clause(t, self.params) for t in terms]
+            clauses.append(tq[0] if len(tq) == 1 else Q.And(tq))
+        clauses += [
+            Q.Term("ident", i, boost=self.params.ident_boost) for i in identifiers_in(w.text)
+        ]
+        if not clauses:
+            return _TRUE
+        return clauses[0] if len(clauses) == 1 else Q.Or(clauses)
+
+    def phrase(self, p: Phrase) -> Q.Query | None:
+        words = phrase_terms(p.text)
+        if not words:
+            return self.word(Word(p.text))
+        if len(words) == 1:
+            return term_clause(words[0], self.params)
+        return Q.Or(
+            [
+                Q.Phrase("body", words),
+                Q.And([Q.Term("heading", t) for t in words], boost=self.params.heading_boost),
+                Q.And([Q.Term("title", t) for t in words], boost=self.params.title_boost),
+            ]
+        )
+
+    def filter(self, f: Field) -> Q.Query:
+        if f not in self._cache:
+            self._cache[f] = self._filter(f)
+        return self._cache[f]
+
+    def _filter(self, f: Field) -> Q.Query:
+        v = f.value.strip()
+        if f.name == "tag":
+            tag = v.lstrip("#").strip().lower()
+            return Q.Or([Q.Term("tags", tag), Q.Prefix("tags", tag.rstrip("/") + "/")])
+        paths = self.graph.documents
+        if f.name == "path":
+            return _paths_query(match_path_glob(v, paths))
+        if f.name == "in":
+            folder = v.strip().strip("/")
+            if folder in ("", "."):
+                return _paths_query(paths)
+            found = [p for p in paths if p.startswith(folder + "/")]
+            if not found:
+                low = folder.lower() + "/"
+                found = [p for p in paths if p.lower().startswith(low)]
+            return _paths_query(found)
+        if f.name in ("under", "children"):
+            g = self.graph
+            found = g.descendants(v) if f.name == "under" else g.children(v)
+            if not found and g.resolve(v) is None and not g.is_folder(v):
+                self.warnings.append(f"{f.name}:{v}: no such document or folder")
+            return _paths_query(found)
+        if f.name == "related":
+            path = self.doc(v, "related")
+            if path is None:
+                return _FALSE
+            near = self.graph.within(path, self.depth)
+            for p, d in near.items():
+                self.distances[p] = min(d, self.distances.get(p, d))
+            return _paths_query(set(near))
+        raise QuerySyntaxError(f"unknown operator {f.name}:")  # pragma: no cover
+
+    # exact, scored query (keyword arm) --------------------------------------------------
+    def exact(self, node: Node) -> Q.Query | None:
+        """A query matching exactly the chunks that satisfy ``node`` (filters score 0)."""
+        if isinstance(node, Word):
+            return self.word(node)
+        if isinstance(node, Phrase):
+            return self.phrase(node)
+        if isinstance(node, Field):
+            return Q.ConstantScoreQuery(self.filter(node), 0.0)
+        if isinstance(node, Not):
+            return _q_not(self.exact(node.child))
+        if isinstance(node, And):
+            return _q_and([self.exact(c) for c in node.children])
+        if isinstance(node, Or):
+            return _q_or([self.exact(c) for c in node.children])
+        return self.seq(node)
+
+    def seq(self, node: Seq) -> Q.Query | None:
+        words = [c.text for c in node.should if isinstance(c, Word)]
+        should: list[Q.Query | None] = []
+        if words:
+            joined = " ".join(words)
+            pq = plain_query(joined, self.params)
+            should.append(pq if pq is not None else _TRUE)
+        should += [self.exact(c) for c in node.should if not isinstance(c, Word)]
+        text_must = [self.exact(c) for c in node.must if has_text(c)]
+        filter_must = [self.exact(c) for c in node.must if not has_text(c)]
+        excluded = _q_or([self.exact(c) for c in node.must_not]) if node.must_not else _FALSE
+        must = _q_and(text_must)
+        optional = _q_or(should) if should else _FALSE
+        if text_must:
+            if must is _FALSE:
+                return _FALSE
+            base: Q.Query | None = must
+            if optional is not _FALSE and optional is not None and must is not None:
+                base = Q.AndMaybe(must, optional)
+            elif must is None:
+                base = optional if optional is not _FALSE else None
+        else:
+            base = optional if should else None
+        if base is _FALSE:
+            return _FALSE
+        filters = _q_and(filter_must)
+        if filters is _FALSE or excluded is None:
+            return _FALSE
+        if base is None:
+            base = Q.ConstantScoreQuery(Q.Every(), 0.0)
+        if filters is not None:
+            base = Q.Require(base, filters)
+        if excluded is not _FALSE:
+            base = Q.AndNot(base, excluded)
+        return base
+
+    # relaxed filter (every arm) -----------------------------------------------------------
+    def sup(self, node: Node) -> Q.Query | None:
+        """A superset of the satisfying chunks: text that must match is relaxed to "anything",
+        filters and excluded text are kept. Restricts the semantic arm too."""
+        if isinstance(node, (Word, Phrase)):
+            return _TRUE
+        if isinstance(node, Field):
+            return self.filter(node)
+        if isinstance(node, Not):
+            return _q_not(self.sub(node.child))
+        if isinstance(node, And):
+            return _q_and([self.sup(c) for c in node.children])
+        if isinstance(node, Or):
+            return _q_or([self.sup(c) for c in node.children])
+        parts = [self.sup(c) for c in node.must]
+        parts += [_q_not(self.sub(c)) for c in node.must_not]
+        if node.should and not node.must:
+            parts.append(_q_or([self.sup(c) for c in node.should]))
+        return _q_and(parts)
+
+    def sub(self, node: Node) -> Q.Query | None:
+        """A subset of the satisfying chunks (used under negation): text matched exactly."""
+        if isinstance(node, Word):
+            return self.word(node)
+        if isinstance(node, Phrase):
+            return self.phrase(node)
+        if isinstance(node, Field):
+            return self.filter(node)
+        if isinstance(node, Not):
+            return _q_not(self.sup(node.child))
+        if isinstance(node, And):
+            return _q_and([self.sub(c) for c in node.children])
+        if isinstance(node, Or):
+            return _q_or([self.sub(c) for c in node.children])
+        parts = [self.sub(c) for c in node.must]
+        parts += [_q_not(self.sup(c)) for c in node.must_not]
+        if node.should and not node.must:
+            parts.append(_q_or([self.sub(c) for c in node.should]))
+        return _q_and(parts)
+
+
+def compile_tree(
+    tree: Node, graph_source: Callable[[], LinkGraph], params: LexicalParams, depth: int = 1
+) -> tuple[Q.Query | None, Q.Query | None]:
+    """The Whoosh queries of a query tree: the exact (scored) one and the relaxed filter that
+    restricts every arm (``None`` = no restriction)."""
+    c = _Compiler(graph_source, params, depth)
+    return c.exact(tree), c.sup(tree)
+
+
+def order_by_tier(ranked: list[Scored], tiers: dict[str, int] | None) -> list[Scored]:
+    """Sort by tier (e.g. link distance 1, 2, ...), then score; rescale so scores stay monotone."""
+    if not tiers or not ranked:
+        return ranked
+    lo, hi = min(tiers.values()), max(tiers.values())
+    for s in ranked:
+        s.score = (s.score + hi - tiers.get(s.key, hi)) / (hi - lo + 1)
+    return sorted(ranked, key=lambda s: (-s.score, tiers.get(s.key, hi), s.key))
+
+
+def _plain_words_of(tree: Node) -> str | None:
+    """When ``tree`` is optional words plus filters and simple exclusions (``words tag:x
+    -word NOT "a phrase"``), the words: their exact keyword query is then the plain query of
+    the words within the tree's filter mask (same matches, same scores), and BM25F runs
+    vectorised instead of through Whoosh's matcher tree."""
+    if not isinstance(tree, Seq) or not tree.should:
+        return None
+    if not all(isinstance(c, Word) for c in tree.should):
+        return None
+    if any(has_text(c) for c in tree.must):
+        return None
+    if not all(isinstance(c, (Word, Phrase, Field)) for c in tree.must_not):
+        return None
+    return " ".join(c.text for c in tree.should if isinstance(c, Word))
+
+
+@dataclass
+class Ranking:
+    """Every result of a plan, best first, scores 0-1."""
+
+    ranked: list[Scored]
+    weights: tuple[float, float]
+    #: How the arms were combined (for ``explain``).
+    fusion: str
+    #: What resolving the plan found wrong (a document that does not exist...).
+    warnings: list[str] = field(default_factory=list)
+
+
+class Retriever:
+    """Ranks plans against one :class:`~tui_search.core.index.SearchIndex`."""
+
+    def __init__(
+        self,
+        index: SearchIndex,
+        embedder: Embedder,
+        *,
+        lexical_params: LexicalParams,
+        candidate_depth: int,
+    ) -> None:
+        self.index = index
+        self.embedder = embedder
+        self.params = lexical_params
+        self.depth = candidate_depth
+        self._cache_lock = threading.Lock()
+        self._query_cache: dict[str, np.ndarray] = {}
+        self._token_cache: OrderedDict[str, np.ndarray] = OrderedDict()
+
+    def embed_query(self, text: str) -> np.ndarray:
+        with self._cache_lock:
+            cached = self._query_cache.get(text)
+        if cached is not None:
+            return cached
+        vec = self.embedder.encode([text])[0]
+        with self._cache_lock:
+            if len(self._query_cache) > 512:
+                self._query_cache.clear()
+            self._query_cache[text] = vec
+        return vec
+
+    def soft_matching(self, fusion: FusionParams) -> bool:
+        return fusion.soft_share > 0 and isinstance(self.embedder, TokenEmbedder)
+
+    def fusion_name(self, plan: QueryPlan, fusion: FusionParams) -> str:
+        if plan.listing:
+            return "fixed"
+        blend = f", document best x{fusion.document_weight:g}" if fusion.document_weight > 0 else ""
+        if self.soft_matching(fusion):
+            return (
+                f"convex(min-max), semantic side {1 - fusion.soft_share:g} cosine + "
+                f"{fusion.soft_share:g} soft match, exact x{fusion.exact_boost}{blend}"
+            )
+        return f"convex(min-max), exact x{fusion.exact_boost}{blend}"
+
+    # -- the pass -------------------------------------------------------------------------
+    def rank(self, plan: QueryPlan, mode: Mode, fusion: FusionParams) -> Ranking:
+        snap = self.index.lexical.snapshot()
+        store = self.index.store
+        c = _Compiler(self.index.graph, self.params, plan.depth)
+        # every filter, once, as one mask of allowed documents
+        allowed: np.ndarray | None = None
+        if plan.tree is not None:
+            sup = c.sup(plan.tree)
+            if sup is not None:
+                allowed = snap.mask(sup)
+        like_vector, excluded = self._like(plan, c)
+        if excluded:
+            allowed = _and(allowed, snap.live() & ~snap.mask(_paths_query(excluded)))
+        if plan.scope is not None:
+            allowed = _and(allowed, snap.mask(_paths_query(plan.scope)))
+        if plan.exact_terms:  # every result holds every exact term, on every arm
+            for term in plan.exact_terms:
+                allowed = _and(allowed, snap.mask(term_query(term)))
+        tiers: dict[str, int] | None = None
+        if c.distances:
+            paths = store.keys_in_paths(c.distances)
+            tiers = {key: c.distances[path] for key, path in paths}
+        name = self.fusion_name(plan, fusion)
+
+        if plan.listing:  # only filters: the matching sections in document order
+            docs = np.flatnonzero(allowed if allowed is not None else snap.live())
+            rows = store.listing(snap.keys(docs))
+            dist = c.distances
+            rows.sort(key=lambda r: dist.get(r[1], 0))  # stable: document order within
+            ranked = [Scored(key=k, score=1.0 / (1 + dist.get(p, 0))) for k, p in rows]
+            return Ranking(ranked, (1.0, 0.0), name, c.warnings)
+
+        keyword: list[tuple[str, float]] = []
+        if mode != "semantic":
+            keyword = self._keyword_arm(plan, c, snap, allowed)
+        semantic: list[tuple[str, float]] = []
+        qvec: np.ndarray | None = None
+        if mode != "keyword" and (plan.semantic_text or like_vector is not None):
+            qvec = (
+                like_vector
+                if like_vector is not None
+                else self.embed_query(plan.semantic_text or "")
+            )
+            semantic = self._semantic_arm(qvec, snap, allowed)
+        lookup: dict[str, float] = {}
+        if qvec is not None and keyword:
+            sem_keys = {k for k, _ in semantic}
+            missing = [k for k, _ in keyword if k not in sem_keys]
+            if missing:
+                vecs = store.vectors_for(vector_key(k) for k in missing)
+                for k in missing:
+                    v = vecs.get(vector_key(k))
+                    if v is not None:
+                        lookup[k] = float(np.dot(v, qvec))
+        soft: dict[str, float] | None = None
+        if (
+            mode != "keyword"
+            and plan.semantic_text
+            and self.soft_matching(fusion)
+            and (semantic or keyword)
+        ):
+            soft = self._soft_match(
+                plan.semantic_text,
+                dict.fromkeys([k for k, _ in keyword] + [k for k, _ in semantic]),
+            )
+        scored, weights = fuse(
+            keyword,
+            semantic,
+            mode=mode,
+            params=fusion,
+            semantic_lookup=lookup,
+            weights=plan.weights,
+            soft=soft,
+        )
+        if plan.identifiers and scored:
+            texts = store.match_texts(s.key for s in scored)
+            apply_exact_boost(scored, texts, list(plan.identifiers), fusion.exact_boost)
+        blend_document(scored, fusion.document_weight)
+        return Ranking(order_by_tier(finalize(scored), tiers), weights, name, c.warnings)
+
+    # -- resolution ---------------------------------------------------------------------
+    def _like(self, plan: QueryPlan, c: _Compiler) -> tuple[np.ndarray | None, list[str]]:
+        """``like:`` documents -> the mean vector (with ``similar:`` text) and the documents
+        to leave out of the results."""
+        if not plan.like:
+            return None, []
+        vectors: list[np.ndarray] = []
+        if plan.similar_in_vector and plan.semantic_text:
+            vectors.append(self.embed_query(plan.semantic_text))
+        excluded: list[str] = []
+        for name in plan.like:
+            path = c.doc(name, "like")
+            if path is None:
+                continue
+            excluded.append(path)
+            rows = self.index.store.vectors_for_path(path)
+            if not rows:
+                c.warnings.append(f"like:{name}: the document has no embeddings yet")
+                continue
+            vectors.append(np.mean(np.stack([v for _, v in rows]), axis=0))
+        if not vectors:
+            return None, excluded
+        vec = np.mean(np.stack(vectors), axis=0).astype(np.float32)
+        norm = float(np.linalg.norm(vec))
+        return (vec / norm if norm > 0 else vec), excluded
+
+    # -- the arms -----------------------------------------------------------------------
+    def _keyword_arm(
+        self,
+        plan: QueryPlan,
+        c: _Compiler,
+        snap: LexicalSnapshot,
+        allowed: np.ndarray | None,
+    ) -> list[tuple[str, float]]:
+        if plan.plain_text is not None:
+            query = plain_query(plan.plain_text, self.params)
+            return [] if query is None else snap.search(query, self.depth, allowed)
+        if plan.tree is None or not has_text(plan.tree):
+            return []
+        # boolean queries: every chunk that satisfies the expression, scored
+        words = _plain_words_of(plan.tree)
+        query = plain_query(words, self.params) if words is not None else None
+        if query is None:
+            query = c.exact(plan.tree)
+            if query is None:
+                return []
+            if query is _FALSE:
+                return []
+        return snap.search(query, None, allowed)
+
+    def _semantic_arm(
+        self, qvec: np.ndarray, snap: LexicalSnapshot, allowed: np.ndarray | None
+    ) -> list[tuple[str, float]]:
+        vi = self.index.vectors
+        vi.refresh()
+        store = self.index.store
+        depth = self.depth
+        if allowed is not None:
+            docs = np.flatnonzero(allowed)
+            if len(docs) <= EXACT_VECTOR_LIMIT:
+                # exact search over the allowed subset: filters hold on the vector side too
+                by_vkey = dict(zip(snap.vkeys[docs].tolist(), snap.keys(docs), strict=True))
+                vecs = store.vectors_for(by_vkey)
+                if not vecs:
+                    return []
+                vkeys = list(vecs)
+                sims = np.stack([vecs[k] for k in vkeys]) @ qvec
+                order = np.argsort(-sims)[:depth]
+                return [(by_vkey[vkeys[i]], float(sims[i])) for i in order]
+        found = vi.search(qvec, depth * (4 if allowed is not None else 1))
+        if allowed is not None and found:
+            ok = np.isin(
+                np.fromiter((v for v, _ in found), dtype=np.uint64, count=len(found)),
+                snap.vkeys[allowed],
+            )
+            found = [f for f, keep in zip(found, ok, strict=True) if keep]
+        keys = store.keys_for_vkeys(v for v, _ in found)
+        # a vector without a chunk is stale (a crash left it): skip it
+        return [(keys[v], sim) for v, sim in found if v in keys][:depth]
+
+    def _soft_match(self, text: str, keys: Iterable[str]) -> dict[str, float]:
+        """Soft term-match score of each candidate chunk (``core.softmatch``)."""
+        embedder = self.embedder
+        assert isinstance(embedder, TokenEmbedder)
+        spans = analyzed_spans(text)
+        idf = self.index.lexical.idf("body", (t for t, _, _ in spans))
+        weights = query_token_weights(
+            embedder.query_tokens(text), [(a, b, idf[t]) for t, a, b in spans]
+        )
+        if not weights:
+            return {}
+        store = self.index.store
+        hashes = store.content_hashes(keys)
+        tokens: dict[str, np.ndarray] = {}
+        with self._cache_lock:
+            for h in hashes.values():
+                cached = self._token_cache.get(h)
+                if cached is not None:
+                    self._token_cache.move_to_end(h)
+                    tokens[h] = cached
+        fresh: dict[str, np.ndarray] = {}
+        if len(tokens) < len(set(hashes.values())):
+            # stored at index time; chunks indexed without them are tokenised here
+            fresh = store.tokens_by_hash({h for h in hashes.values() if h not in tokens})
+            missing = [k for k, h in hashes.items() if h not in tokens and h not in fresh]
+            if missing:
+                records = list(store.chunks_by_keys(missing).values())
+                made = embedder.token_ids([r.embedding_text for r in records])
+                fresh.update((r.content_hash, ids) for r, ids in zip(records, made, strict=True))
+        if fresh:
+            tokens.update(fresh)
+            with self._cache_lock:
+                self._token_cache.update(fresh)
+                while len(self._token_cache) > TOKEN_CACHE_SIZE:
+                    self._token_cache.popitem(last=False)
+        found = [k for k, h in hashes.items() if h in tokens]
+        scores = soft_match_scores(
+            weights, [tokens[hashes[k]] for k in found], embedder.token_vectors
+        )
+        return {k: float(v) for k, v in zip(found, scores, strict=True)}
+
+
+def _and(mask: np.ndarray | None, other: np.ndarray) -> np.ndarray:
+    return other if mask is None else mask & other

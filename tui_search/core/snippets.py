@@ -1,0 +1,98 @@
+"""Which words of a text match a query, for result snippets and the preview alike.
+
+One rule everywhere: a word matches when it is one of the query's identifiers (exact, case
+kept) or when the analyzer gives it a term of the query (same stemming as the index). A
+word's analysis is cached (a corpus repeats its words), so highlighting a page of results
+costs a regex pass and dictionary look-ups.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterable
+from functools import lru_cache
+
+from tui_search.core.lexical import text_analyzer
+from tui_search.core.results import Snippet
+
+_WORD_RE = re.compile(r"\w+(?:[.:]\w+)*")
+_local = threading.local()
+
+
+@lru_cache(maxsize=200_000)
+def word_terms(word: str) -> frozenset[str]:
+    """The index terms of one word (cached)."""
+    analyzer = getattr(_local, "analyzer", None)
+    if analyzer is None:  # whoosh analyzers keep state while they run: one per thread
+        analyzer = _local.analyzer = text_analyzer()
+    return frozenset(t.text for t in analyzer(word, mode="query"))
+
+
+class Highlighter:
+    """Finds the matching words of any text for one query's terms and identifiers."""
+
+    def __init__(self, terms: Iterable[str], identifiers: Iterable[str] = ()) -> None:
+        self.terms = frozenset(terms)
+        self.identifiers = frozenset(identifiers)
+
+    def __bool__(self) -> bool:
+        return bool(self.terms or self.identifiers)
+
+    def __call__(self, text: str) -> list[tuple[int, int]]:
+        return self.spans(text)
+
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        """(start, end) of every matching word of ``text``."""
+        return [(s, e) for s, e, _ in self._matches(text)]
+
+    def _matches(self, text: str) -> list[tuple[int, int, bool]]:
+        """(start, end, is an identifier) of every matching word."""
+        if not self:
+            return []
+        terms, idents = self.terms, self.identifiers
+        out = []
+        for m in _WORD_RE.finditer(text):
+            word = m.group(0)
+            if word in idents:
+                out.append((m.start(), m.end(), True))
+            elif not terms.isdisjoint(word_terms(word)):
+                out.append((m.start(), m.end(), False))
+        return out
+
+    def snippet(self, content: str, chars: int) -> Snippet:
+        """A window of ``chars`` characters centred on the first match (an identifier of
+        the query first), matches as spans."""
+        text = content
+        if not text:
+            return Snippet("", ())
+        matches = self._matches(text)
+        exact = next((s for s, _, ident in matches if ident), None)
+        first = exact if exact is not None else (matches[0][0] if matches else 0)
+        start = max(0, first - chars // 3)
+        if start > 0:
+            space = text.rfind(" ", 0, start)
+            nl = text.rfind("\n", 0, start)
+            cut = max(space, nl)
+            start = cut + 1 if cut >= 0 and start - cut < 20 else start
+        end = min(len(text), start + chars)
+        if end < len(text):
+            space = text.rfind(" ", start + chars // 2, end)
+            end = space if space > 0 else end
+        window = text[start:end]
+        prefix = "…" if start > 0 else ""
+        suffix = "…" if end < len(text) else ""
+        cleaned = window.translate(_FLATTEN)
+        shift = len(prefix) - start
+        kept = tuple((s + shift, e + shift) for s, e, _ in matches if s >= start and e <= end)
+        return Snippet(prefix + cleaned + suffix, kept)
+
+
+_FLATTEN = str.maketrans({"\n": " ", "\r": " ", "\t": " "})
+
+
+def make_snippet(
+    content: str, terms: Iterable[str], identifiers: Iterable[str], chars: int
+) -> Snippet:
+    """A snippet of ``content`` for one query (see :meth:`Highlighter.snippet`)."""
+    return Highlighter(terms, identifiers).snippet(content, chars)
