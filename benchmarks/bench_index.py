@@ -6,7 +6,9 @@ Prints, for one corpus:
 - re-index with nothing changed (target < 5% of cold) and after a one-section edit (target < 1 s,
   one chunk embedded);
 - query latency p50/p95 for keyword, semantic and hybrid over 200 queries, beside a bare Whoosh
-  search of the same queries (target: hybrid p95 <= 1.3x bare Whoosh and < 100 ms);
+  search of the same queries (target: hybrid p95 <= 1.3x bare Whoosh and < 100 ms), and the
+  calls the app makes (a page of 50, flat and grouped, snippets included) beside ``rank``;
+  ``benchmarks/bench_search.py`` adds filter and exclusion queries on any index;
 - peak RSS.
 
 Usage:
@@ -208,7 +210,15 @@ def query_latency(args: argparse.Namespace, scratch: Path, figures: dict[str, ob
     bare_ix = whoosh_index.open_dir(str(ref_dir))
     bare_searcher = bare_ix.searcher(weighting=BM25F())
     parser = qparser.QueryParser("body", bare_ix.schema, group=qparser.OrGroup)
-    lat: dict[str, list[float]] = {"bare_whoosh": [], "keyword": [], "semantic": [], "hybrid": []}
+    lat: dict[str, list[float]] = {
+        "bare_whoosh": [],
+        "keyword": [],
+        "semantic": [],
+        "hybrid": [],
+        "hybrid_rank": [],
+        "app_flat50": [],
+        "app_grouped50": [],
+    }
     for q in queries[:10]:  # warm-up
         engine.search(q, mode="hybrid")
     for q in queries:
@@ -224,6 +234,15 @@ def query_latency(args: argparse.Namespace, scratch: Path, figures: dict[str, ob
             t0 = time.perf_counter()
             engine.search(q, mode=mode, limit=10)
             lat[mode].append((time.perf_counter() - t0) * 1000)
+        # the ranking alone, and the calls the app makes (a page of 50, snippets included)
+        for name, call in (
+            ("hybrid_rank", lambda q=q: engine.rank(q, "hybrid")),
+            ("app_flat50", lambda q=q: engine.search(q, limit=50)),
+            ("app_grouped50", lambda q=q: engine.search(q, limit=50, group=True)),
+        ):
+            t0 = time.perf_counter()
+            call()
+            lat[name].append((time.perf_counter() - t0) * 1000)
     for k, v in lat.items():
         figures[f"{k}_p50_ms"] = round(pct(v, 0.5), 2)
         figures[f"{k}_p95_ms"] = round(pct(v, 0.95), 2)
@@ -234,9 +253,14 @@ def query_latency(args: argparse.Namespace, scratch: Path, figures: dict[str, ob
     figures["queries"] = len(queries)
     engine.close()
     for k in lat:
-        print(f"{k:<12} p50 {figures[k + '_p50_ms']:8.2f} ms  p95 {figures[k + '_p95_ms']:8.2f} ms")
+        print(f"{k:<14} p50 {figures[k + '_p50_ms']:8.2f} ms  p95 {figures[k + '_p95_ms']:8.2f} ms")
     print(
         f"hybrid p95 / bare whoosh p95 = {figures['hybrid_p95_over_bare_p95']} (target <= 1.3, and < 100 ms)"
+    )
+    print(
+        "app page of 50 (snippets included) p95 / rank p95: flat "
+        f"{pct(lat['app_flat50'], 0.95) / pct(lat['hybrid_rank'], 0.95):.2f}, grouped "
+        f"{pct(lat['app_grouped50'], 0.95) / pct(lat['hybrid_rank'], 0.95):.2f}"
     )
     print(f"peak RSS {figures['peak_rss_mb']} MB")
     if args.json:

@@ -71,6 +71,18 @@ def command() -> list[str]:
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "tui_search.cli"]
 
 
+async def timed(client: Any, tool: str, calls: list[dict[str, Any]], rounds: int) -> list[float]:
+    """Milliseconds per call, ``rounds`` passes over ``calls``."""
+    samples = []
+    for _ in range(rounds):
+        for arguments in calls:
+            t = time.perf_counter()
+            r = await client.call_tool(tool, arguments)
+            samples.append((time.perf_counter() - t) * 1000)
+            assert not r.is_error, r.content
+    return samples
+
+
 async def over_stdio(args: argparse.Namespace, ids: list[str]) -> dict[str, Any]:
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -81,7 +93,7 @@ async def over_stdio(args: argparse.Namespace, ids: list[str]) -> dict[str, Any]
         args=[*rest, "mcp", "--workspace", str(args.corpus), "--index-dir", str(args.index_dir)],
         env=dict(os.environ),
     )
-    out: dict[str, Any] = {"search": [], "read": [], "bytes": {}}
+    out: dict[str, Any] = {"bytes": {}}
     with open(os.devnull, "w") as errlog:
         started = time.perf_counter()
         async with Client(stdio_client(params, errlog=errlog)) as client:
@@ -89,18 +101,10 @@ async def over_stdio(args: argparse.Namespace, ids: list[str]) -> dict[str, Any]
             out["startup_s"] = time.perf_counter() - started
             for q in QUERIES:  # warm-up (query-embedding cache, OS caches), as in-process
                 await client.call_tool("search", {"query": q, "limit": 10})
-            for _ in range(args.rounds):
-                for q in QUERIES:
-                    t = time.perf_counter()
-                    r = await client.call_tool("search", {"query": q, "limit": 10})
-                    out["search"].append((time.perf_counter() - t) * 1000)
-                    assert not r.is_error, r.content
-            for _ in range(args.rounds):
-                for sid in ids:
-                    t = time.perf_counter()
-                    r = await client.call_tool("read", {"target": sid, "max_tokens": 2000})
-                    out["read"].append((time.perf_counter() - t) * 1000)
-                    assert not r.is_error, r.content
+            search_args = [{"query": q, "limit": 10} for q in QUERIES]
+            out["search"] = await timed(client, "search", search_args, args.rounds)
+            read_args = [{"target": sid, "max_tokens": 2000} for sid in ids]
+            out["read"] = await timed(client, "read", read_args, args.rounds)
             for detail in ("ids", "snippets", "full"):
                 sizes: dict[str, list[int]] = {"text": [], "structured": [], "result": []}
                 for q in QUERIES:
@@ -144,7 +148,7 @@ def main() -> int:
         f"corpus {args.corpus}: {report.documents} documents, {report.chunks} sections "
         f"(sync {time.perf_counter() - t:.1f}s)"
     )
-    from tui_search.mcp_server import AgentService
+    from tui_search.mcp_server import AgentService, SearchRequest
 
     service = AgentService(engine)
     for q in QUERIES:  # warm-up
@@ -158,16 +162,9 @@ def main() -> int:
             in_process.append((time.perf_counter() - t) * 1000)
             t = time.perf_counter()
             service.search(
-                query=q,
-                exact_terms=[],
-                mode="hybrid",
-                tags=[],
-                path=None,
-                under=None,
-                group_by_document=False,
+                SearchRequest(q, [], "hybrid", [], None, None, 10, None),
                 detail="snippets",
-                limit=10,
-                cursor=None,
+                group=False,
             )
             shaped.append((time.perf_counter() - t) * 1000)
     ids = [engine.search(q, limit=1).hits[0].section_id for q in QUERIES]

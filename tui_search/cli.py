@@ -9,10 +9,12 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from tui_search.config import Settings, load_settings
 from tui_search.core.errors import TuiSearchError
+
+if TYPE_CHECKING:  # settings load when a command runs: ``--help`` stays quick
+    from tui_search.config import Settings
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -95,6 +97,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
+    from tui_search.config import load_settings
+
     overrides: dict[str, Any] = {}
     for name in ("workspace", "index_dir", "model", "theme"):
         if hasattr(args, name):
@@ -240,6 +244,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
+    from tui_search.config import load_settings
     from tui_search.core.evaluation import run_evaluation
 
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]

@@ -21,6 +21,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -32,7 +33,7 @@ from pydantic import BaseModel, Field
 from tui_search.config import Settings
 from tui_search.core.errors import TuiSearchError
 from tui_search.core.reading import DEFAULT_MAX_TOKENS, MAX_TOKENS_LIMIT, Reading
-from tui_search.core.results import Hit, SearchResults
+from tui_search.core.results import DocumentGroup, Hit, SearchResults
 from tui_search.core.textsafe import sanitize_terminal
 
 log = logging.getLogger("tui_search.mcp")
@@ -69,7 +70,7 @@ class IndexState(BaseModel):
     pending_changes: int
     watcher: str = Field(description="watching, reconciling, stopped, off or an error")
     last_update: str | None = Field(
-        default=None, description="When the index last changed (UTC, ISO)"
+        default=None, description="When the index was last brought up to date (UTC, ISO)"
     )
 
 
@@ -174,6 +175,20 @@ class StatusReply(BaseModel):
     index: IndexState
 
 
+@dataclass(frozen=True)
+class SearchRequest:
+    """What ``search`` and ``find_documents`` share: the query, its filters and the page."""
+
+    query: str
+    exact_terms: list[str]
+    mode: str
+    tags: list[str]
+    path: str | None
+    under: str | None
+    limit: int
+    cursor: str | None
+
+
 # -- the service (engine + watcher), independent of the transport ------------------------
 class AgentService:
     """What the tools do, on one engine; a watcher (optional) keeps the index live."""
@@ -184,11 +199,13 @@ class AgentService:
         self._last_update: float | None = None
         self._watch_error: str | None = None
         self._lock = threading.Lock()
+        self._reconcile = True
 
     # lifecycle -----------------------------------------------------------------------
     def prepare(self, progress: Callable[[str], None] | None = None) -> None:
         """Bring the index up to date and load the model (before the first call)."""
         _, busy = self.engine.try_sync()
+        self._reconcile = busy is not None
         if busy and progress is not None:
             progress(f"note: {busy}; using the index as it is, the watcher will catch up")
         self.engine.embed_query("warm up")
@@ -203,7 +220,8 @@ class AgentService:
             on_batch=self._on_batch,
             on_error=self._on_error,
         )
-        self.watcher.start(reconcile=False)
+        # the watcher reconciles what a busy start-up sync could not
+        self.watcher.start(reconcile=self._reconcile)
 
     def stop(self) -> None:
         if self.watcher is not None:
@@ -239,30 +257,11 @@ class AgentService:
         )
 
     # tools ---------------------------------------------------------------------------
-    def search(
-        self,
-        *,
-        query: str,
-        exact_terms: list[str],
-        mode: str,
-        tags: list[str],
-        path: str | None,
-        under: str | None,
-        group_by_document: bool,
-        detail: str,
-        limit: int,
-        cursor: str | None,
-    ) -> SearchReply:
-        text = compose_query(query, exact_terms, tags, path, under)
-        results = self._run(text, exact_terms, mode, limit, cursor, group_by_document)
+    def search(self, req: SearchRequest, *, detail: str, group: bool) -> SearchReply:
+        text, results = self._run(req, group)
         documents = None
         if results.documents is not None:
-            documents = [
-                self._document(
-                    d.file_path, d.title, d.best_score, d.match_count, d.passages, detail
-                )
-                for d in results.documents
-            ]
+            documents = [self._document(d, detail) for d in results.documents]
         return SearchReply(
             query=text,
             mode=results.mode,
@@ -273,27 +272,11 @@ class AgentService:
             warnings=list(results.warnings),
         )
 
-    def find_documents(
-        self,
-        *,
-        query: str,
-        exact_terms: list[str],
-        mode: str,
-        tags: list[str],
-        path: str | None,
-        under: str | None,
-        limit: int,
-        cursor: str | None,
-    ) -> DocumentsReply:
-        text = compose_query(query, exact_terms, tags, path, under)
-        results = self._run(text, exact_terms, mode, limit, cursor, True)
-        docs = [
-            self._document(d.file_path, d.title, d.best_score, d.match_count, d.passages, None)
-            for d in results.documents or ()
-        ]
+    def find_documents(self, req: SearchRequest) -> DocumentsReply:
+        text, results = self._run(req, True)
         return DocumentsReply(
             query=text,
-            documents=docs,
+            documents=[self._document(d, None) for d in results.documents or ()],
             paging=paging(results),
             index=self.index_state(),
             warnings=list(results.warnings),
@@ -387,47 +370,33 @@ class AgentService:
         )
 
     # helpers -------------------------------------------------------------------------
-    def _run(
-        self,
-        text: str,
-        exact_terms: list[str],
-        mode: str,
-        limit: int,
-        cursor: str | None,
-        group: bool,
-    ) -> SearchResults:
+    def _run(self, req: SearchRequest, group: bool) -> tuple[str, SearchResults]:
+        text = compose_query(req.query, req.exact_terms, req.tags, req.path, req.under)
         plan: Any = text
-        if exact_terms:
+        if req.exact_terms:
             from tui_search.core.exact import require_terms
 
-            plan = require_terms(self.engine.plan(text), exact_terms)
-        return self.engine.search(
+            plan = require_terms(self.engine.plan(text), req.exact_terms)
+        results = self.engine.search(
             plan,
-            mode=mode,
-            limit=limit,
-            continuation=cursor or None,
+            mode=req.mode,
+            limit=req.limit,
+            continuation=req.cursor or None,
             group=group,
             snippet_chars=SNIPPET_CHARS,
         )
+        return text, results
 
-    def _document(
-        self,
-        file_path: str,
-        title: str,
-        score: float,
-        count: int,
-        passages: tuple[Hit, ...],
-        detail: str | None,
-    ) -> DocumentResult:
-        record = self.engine.file(file_path)
+    def _document(self, d: DocumentGroup, detail: str | None) -> DocumentResult:
+        record = self.engine.file(d.file_path)
         return DocumentResult(
-            file_path=file_path,
-            title=title,
+            file_path=d.file_path,
+            title=d.title,
             tags=list(record.tags) if record is not None else [],
-            score=round(score, 4),
-            match_count=count,
-            section_ids=list(dict.fromkeys(p.section_id for p in passages)),
-            passages=[hit_model(p, detail) for p in passages] if detail is not None else None,
+            score=round(d.best_score, 4),
+            match_count=d.match_count,
+            section_ids=list(dict.fromkeys(p.section_id for p in d.passages)),
+            passages=[hit_model(p, detail) for p in d.passages] if detail is not None else None,
         )
 
 
@@ -546,7 +515,7 @@ def documents_markdown(r: DocumentsReply) -> str:
 
 def read_markdown(r: ReadReply) -> str:
     what = f"`{_t(r.target)}` ({r.context})" if r.target else "whole document"
-    head = f"# {_t(r.file_path)} — {_t(r.title)}\n{what}: {len(r.parts)} parts, {r.tokens}/{r.max_tokens} tokens"
+    head = f"# {_t(r.file_path)} — {_t(r.title)}\n{what}: {len(r.parts)} part{'' if len(r.parts) == 1 else 's'}, {r.tokens}/{r.max_tokens} tokens"
     if r.truncated:
         head += f"; cut — read on with cursor `{r.next_cursor}` ({len(r.remaining)} sections left)"
     if r.stale:
@@ -683,20 +652,10 @@ def build_server(service: AgentService) -> MCPServer:
         """Search the workspace's markdown sections, best first (the same ranking as
         `tui-search search`). Hits carry section_id (for `read`), file_path, absolute line
         numbers and a 0-1 score."""
+        req = SearchRequest(query, exact_terms, mode, tags, path, under, limit, cursor)
         return _guard(
             lambda: reply(
-                service.search(
-                    query=query,
-                    exact_terms=exact_terms,
-                    mode=mode,
-                    tags=tags,
-                    path=path,
-                    under=under,
-                    group_by_document=group_by_document,
-                    detail=detail,
-                    limit=limit,
-                    cursor=cursor,
-                ),
+                service.search(req, detail=detail, group=group_by_document),
                 output,
                 search_markdown,
             )
@@ -716,22 +675,8 @@ def build_server(service: AgentService) -> MCPServer:
     ) -> Annotated[CallToolResult, DocumentsReply]:
         """Documents (not sections) that match, best first: path, title, tags, best score and
         the ids of their best matching sections."""
-        return _guard(
-            lambda: reply(
-                service.find_documents(
-                    query=query,
-                    exact_terms=exact_terms,
-                    mode=mode,
-                    tags=tags,
-                    path=path,
-                    under=under,
-                    limit=limit,
-                    cursor=cursor,
-                ),
-                output,
-                documents_markdown,
-            )
-        )
+        req = SearchRequest(query, exact_terms, mode, tags, path, under, limit, cursor)
+        return _guard(lambda: reply(service.find_documents(req), output, documents_markdown))
 
     @server.tool(title="Read a section or document", annotations=READ_ONLY)
     def read(

@@ -49,6 +49,7 @@ def _make_workspace(base: Path) -> Path:
     outside = base / "outside.md"
     outside.write_text(f"# Outside\n\n{SECRET} outside too.\n")
     (ws / "link-out.md").symlink_to(outside)
+    (ws / "linked-dir").symlink_to(sibling, target_is_directory=True)
     (ws / "hostile.md").write_text(
         "# Hostile note\n\nEscape \x1b[31mred\x1b[0m and [bold]markup[/bold] and <b>html</b> "
         "and **stars** quokkahostile.\n"
@@ -332,6 +333,8 @@ def test_status_counts_and_skipped_files(h: Harness) -> None:
         "%2e%2e/ws-private/secret.md",
         "%2e%2e%2foutside.md",
         "link-out.md",
+        "linked-dir/secret.md",
+        "linked-dir/secret:secret",
         "/etc/passwd",
         "/etc/passwd:root",
         "api/photos.md\x00.txt",

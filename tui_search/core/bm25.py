@@ -176,6 +176,14 @@ class FastBM25:
             return None
         return np.concatenate(id_parts), np.concatenate(weight_parts)
 
+    def live_mask(self, searcher: Any) -> np.ndarray:
+        """The searcher's documents that are not deleted (cached per segment)."""
+        parts = [
+            seg.live if seg.live is not None else np.ones(seg.doc_count_all, dtype=bool)
+            for seg in self._segments(searcher)
+        ]
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=bool)
+
     def term_docnums(self, searcher: Any, field: str, text: str) -> np.ndarray | None:
         """Global docnums whose ``field`` holds ``text`` (deleted documents included)."""
         parts = []

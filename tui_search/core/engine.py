@@ -292,10 +292,16 @@ class SearchEngine:
 
         ranking = self.retriever.rank(plan, run_mode, fusion or self.fusion)
         store = self.index.store
-        paths = store.paths_of_keys(s.key for s in ranking.ranked)
-        ranked = [s for s in ranking.ranked if s.key in paths]  # a chunk removed meanwhile
+        doc_paths = self.index.doc_paths()
+        paths: dict[str, str] = {}
+        for s in ranking.ranked:  # a chunk key is "<doc>:<slug>#<n>"; slugs hold no ":"
+            path = doc_paths.get(s.key.rsplit("#", 1)[0].rsplit(":", 1)[0])
+            if path is not None:
+                paths[s.key] = path
+        ranked = [s for s in ranking.ranked if s.key in paths]  # a file removed meanwhile
         chars = snippet_chars or self.settings.snippet_chars
         highlight = Highlighter(plan.highlight_terms, plan.identifiers)
+        page_groups: list[tuple[str, list[Scored]]] = []
         if group:
             by_file: dict[str, list[Scored]] = {}
             for s in ranked:
@@ -310,6 +316,14 @@ class SearchEngine:
             total = len(ranked)
         # full records and snippets only for the rows shown
         records = store.chunks_by_keys(s.key for s in shown)
+        if len(records) < len(shown):  # a section removed meanwhile: leave it out
+            gone = {s.key for s in shown} - set(records)
+            shown = [s for s in shown if s.key not in gone]
+            page_groups = [
+                (path, kept)
+                for path, items in page_groups
+                if (kept := [s for s in items if s.key not in gone])
+            ]
 
         def to_hit(s: Scored) -> Hit:
             r = records[s.key]

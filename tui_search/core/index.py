@@ -99,6 +99,7 @@ class SearchIndex:
         self._graph_lock = threading.Lock()
         self._graph: LinkGraph | None = None
         self._graph_stamp: object = None
+        self._doc_paths: tuple[object, dict[str, str]] | None = None
 
     # -- opening and repair -------------------------------------------------------------
     def _open_store(self) -> Store:
@@ -214,6 +215,14 @@ class SearchIndex:
                 self._graph = LinkGraph.from_files(self.store.files())
                 self._graph_stamp = stamp
             return self._graph
+
+    def doc_paths(self) -> dict[str, str]:
+        """Document id -> file path (cached until the manifest's files change)."""
+        stamp = self.store.files_stamp()
+        with self._graph_lock:
+            if self._doc_paths is None or stamp != self._doc_paths[0]:
+                self._doc_paths = (stamp, self.store.doc_paths())
+            return self._doc_paths[1]
 
     def close(self) -> None:
         self.lexical.close()

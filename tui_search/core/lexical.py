@@ -12,7 +12,7 @@ import os
 import re
 import shutil
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -299,8 +299,7 @@ class LexicalIndex:
     def snapshot(self) -> LexicalSnapshot:
         """The index as it is now: docnums stay valid for the snapshot's lifetime."""
         s = self.searcher()
-        keys, vkeys = self._doc_keys(s)
-        return LexicalSnapshot(s, self._fast, keys, vkeys)
+        return LexicalSnapshot(s, self._fast, lambda: self._doc_keys(s))
 
     def search(self, query: Q.Query, limit: int | None) -> list[tuple[str, float]]:
         """(chunk key, BM25F score) best first."""
@@ -356,37 +355,65 @@ class LexicalSnapshot:
     """One searcher's view: filters evaluated to docnum masks, BM25F search within a mask."""
 
     def __init__(
-        self, searcher: Searcher, fast: FastBM25, keys: list[str], vkeys: np.ndarray
+        self,
+        searcher: Searcher,
+        fast: FastBM25,
+        doc_keys: Callable[[], tuple[list[str], np.ndarray]],
     ) -> None:
         self.searcher = searcher
         self._fast = fast
-        self._keys = keys
-        self.vkeys = vkeys  # docnum -> vector key
-        self.size = len(keys)
+        self._doc_keys = doc_keys
+        self._keys: list[str] | None = None
+        self._vkeys: np.ndarray | None = None
+        self.size = int(searcher.doc_count_all())
         self._live: np.ndarray | None = None
 
+    def _load_keys(self) -> None:
+        """docnum -> key for the whole index: read once per segment (a fresh process reads
+        them only when a query needs many, e.g. a filter)."""
+        if self._keys is None:
+            self._keys, self._vkeys = self._doc_keys()
+
+    @property
+    def vkeys(self) -> np.ndarray:
+        """docnum -> vector key."""
+        self._load_keys()
+        assert self._vkeys is not None
+        return self._vkeys
+
     def keys(self, docnums: Iterable[int]) -> list[str]:
+        docs = [int(n) for n in docnums]
+        if self._keys is None and len(docs) < 256:
+            return [self.searcher.stored_fields(n)["key"] for n in docs]
+        self._load_keys()
+        assert self._keys is not None
         keys = self._keys
-        return [keys[int(n)] for n in docnums]
+        return [keys[n] for n in docs]
 
     def live(self) -> np.ndarray:
         """The documents not deleted."""
         if self._live is None:
-            live = np.zeros(self.size, dtype=bool)
-            ids = np.fromiter(self.searcher.reader().all_doc_ids(), dtype=np.int64)
-            live[ids[ids < self.size]] = True
-            self._live = live
+            live = self._fast.live_mask(self.searcher)
+            self._live = live if len(live) == self.size else np.resize(live, self.size)
         return self._live
+
+    def _terms_mask(self, terms: list[Q.Term]) -> np.ndarray:
+        out = np.zeros(self.size, dtype=bool)
+        for t in terms:
+            ids = self._fast.term_docnums(self.searcher, t.fieldname, t.text)
+            if ids is not None:
+                out[ids[ids < self.size]] = True
+        return out & self.live()
 
     def mask(self, query: Q.Query) -> np.ndarray:
         """The documents matching a filter ``query`` (set algebra over postings, so negations
         and large filters cost array operations, not a Python loop per document)."""
         if isinstance(query, Q.Term) and isinstance(query.text, str):
-            out = np.zeros(self.size, dtype=bool)
-            ids = self._fast.term_docnums(self.searcher, query.fieldname, query.text)
-            if ids is not None:
-                out[ids[ids < self.size]] = True
-            return out & self.live()
+            return self._terms_mask([query])
+        if type(query) is Q.Or and all(
+            type(q) is Q.Term and isinstance(q.text, str) for q in query.subqueries
+        ):
+            return self._terms_mask(list(query.subqueries))  # e.g. the files of a path glob
         if type(query) in (Q.Or, Q.And) and not getattr(query, "scale", None):
             parts = [self.mask(q) for q in query.subqueries]
             if not parts:
@@ -426,12 +453,12 @@ class LexicalSnapshot:
         if clauses is not None:
             # plain weighted disjunction: the same BM25F scores, computed with numpy
             ranked = self._fast.search(s, clauses, limit, allowed)
-            return [(self._keys[doc], score) for doc, score in ranked]
+            return list(zip(self.keys(d for d, _ in ranked), (sc for _, sc in ranked), strict=True))
         results = s.search(query, limit=limit, terms=False)
         hits = [(hit.docnum, float(hit.score)) for hit in results]
         if allowed is not None:
             hits = [(d, sc) for d, sc in hits if d < len(allowed) and allowed[d]]
-        return [(self._keys[d], sc) for d, sc in hits]
+        return list(zip(self.keys(d for d, _ in hits), (sc for _, sc in hits), strict=True))
 
 
 def document_fields(c: ChunkRecord) -> dict[str, str]:

@@ -63,16 +63,12 @@ class Piece:
 
 
 @dataclass(frozen=True)
-class Part:
-    """A line range that was included, with its text (lines ``line_start``..``line_end``)."""
+class Part(Piece):
+    """A piece (or the part of it that fit) as included, with its text (lines
+    ``line_start``..``line_end``)."""
 
-    role: str
-    section_id: str
-    heading_path: tuple[str, ...]
-    line_start: int
-    line_end: int
-    text: str
-    tokens: int
+    text: str = ""
+    tokens: int = 0
     #: The piece continues after ``line_end`` (cut by the budget).
     cut: bool = False
 

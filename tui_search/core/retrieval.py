@@ -19,13 +19,13 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 from whoosh import query as Q
 
 from tui_search.core.embedding import Embedder, TokenEmbedder
 from tui_search.core.exact import term_query
-from tui_search.core.graph import LinkGraph
 from tui_search.core.index import SearchIndex
 from tui_search.core.lexical import (
     LexicalParams,
@@ -61,10 +61,16 @@ from tui_search.core.ranking import (
 from tui_search.core.softmatch import query_token_weights, soft_match_scores
 from tui_search.core.store import vector_key
 
+if TYPE_CHECKING:  # networkx loads only when a query names documents
+    from tui_search.core.graph import LinkGraph
+
 #: Distinct-token arrays kept for soft matching, by chunk content hash (~0.5 KB each).
 TOKEN_CACHE_SIZE = 50_000
-#: Up to this many allowed chunks, the semantic arm scores them all exactly.
-EXACT_VECTOR_LIMIT = 20_000
+#: Up to this many allowed chunks, the semantic arm scores them all exactly (vectors read from
+#: the in-memory vector index: ~5 us each); above, it searches the graph deeper and filters.
+EXACT_VECTOR_LIMIT = 5_000
+#: The deepest graph search a broad filter asks for.
+MAX_FILTERED_K = 5_000
 
 
 # -- the query tree -> Whoosh queries ----------------------------------------------------------------
@@ -465,11 +471,16 @@ class Retriever:
             sem_keys = {k for k, _ in semantic}
             missing = [k for k, _ in keyword if k not in sem_keys]
             if missing:
-                vecs = store.vectors_for(vector_key(k) for k in missing)
+                vkeys, vecs = self.index.vectors.get(
+                    np.fromiter((vector_key(k) for k in missing), np.uint64, len(missing))
+                )
+                sims = {
+                    int(v): float(np.dot(row, qvec)) for v, row in zip(vkeys, vecs, strict=True)
+                }
                 for k in missing:
-                    v = vecs.get(vector_key(k))
-                    if v is not None:
-                        lookup[k] = float(np.dot(v, qvec))
+                    sim = sims.get(vector_key(k))
+                    if sim is not None:
+                        lookup[k] = sim
         soft: dict[str, float] | None = None
         if (
             mode != "keyword"
@@ -551,28 +562,30 @@ class Retriever:
     ) -> list[tuple[str, float]]:
         vi = self.index.vectors
         vi.refresh()
-        store = self.index.store
         depth = self.depth
+        k = depth
         if allowed is not None:
             docs = np.flatnonzero(allowed)
             if len(docs) <= EXACT_VECTOR_LIMIT:
-                # exact search over the allowed subset: filters hold on the vector side too
+                # a selective filter: score every allowed chunk exactly
                 by_vkey = dict(zip(snap.vkeys[docs].tolist(), snap.keys(docs), strict=True))
-                vecs = store.vectors_for(by_vkey)
-                if not vecs:
+                vkeys, vecs = vi.get(snap.vkeys[docs])
+                if len(vkeys) == 0:
                     return []
-                vkeys = list(vecs)
-                sims = np.stack([vecs[k] for k in vkeys]) @ qvec
-                order = np.argsort(-sims)[:depth]
-                return [(by_vkey[vkeys[i]], float(sims[i])) for i in order]
-        found = vi.search(qvec, depth * (4 if allowed is not None else 1))
+                sims = vecs @ qvec
+                order = np.argsort(-sims, kind="stable")[:depth]
+                return [(by_vkey[int(vkeys[i])], float(sims[i])) for i in order]
+            # a broad filter: search deeper in proportion, keep what the filter allows
+            share = len(docs) / max(len(vi), 1)
+            k = min(MAX_FILTERED_K, int(depth * 1.5 / max(share, 1e-6)) + 1)
+        found = vi.search(qvec, k)
         if allowed is not None and found:
             ok = np.isin(
                 np.fromiter((v for v, _ in found), dtype=np.uint64, count=len(found)),
                 snap.vkeys[allowed],
             )
             found = [f for f, keep in zip(found, ok, strict=True) if keep]
-        keys = store.keys_for_vkeys(v for v, _ in found)
+        keys = self.index.store.keys_for_vkeys(v for v, _ in found[: depth * 2])
         # a vector without a chunk is stale (a crash left it): skip it
         return [(keys[v], sim) for v, sim in found if v in keys][:depth]
 

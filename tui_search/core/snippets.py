@@ -35,6 +35,21 @@ class Highlighter:
     def __init__(self, terms: Iterable[str], identifiers: Iterable[str] = ()) -> None:
         self.terms = frozenset(terms)
         self.identifiers = frozenset(identifiers)
+        self._seen: dict[str, bool] = {}  # word -> matches (a page repeats its words)
+
+    def _hits(self, words: Iterable[str]) -> set[str]:
+        """The words among ``words`` that match."""
+        seen, terms = self._seen, self.terms
+        out = set()
+        for word in words:
+            hit = seen.get(word)
+            if hit is None:
+                hit = seen[word] = word in self.identifiers or not terms.isdisjoint(
+                    word_terms(word)
+                )
+            if hit:
+                out.add(word)
+        return out
 
     def __bool__(self) -> bool:
         return bool(self.terms or self.identifiers)
@@ -50,14 +65,37 @@ class Highlighter:
         """(start, end, is an identifier) of every matching word."""
         if not self:
             return []
-        terms, idents = self.terms, self.identifiers
-        out = []
+        hits = self._hits(set(_WORD_RE.findall(text)))
+        if not hits:
+            return []
+        idents = self.identifiers
+        return [
+            (m.start(), m.end(), m.group(0) in idents)
+            for m in _WORD_RE.finditer(text)
+            if m.group(0) in hits
+        ]
+
+    def _window_matches(self, text: str, chars: int) -> list[tuple[int, int, bool]]:
+        """The matches a snippet of ``chars`` can show: the scan stops once past the window
+        around the first match (the first identifier match when there is one)."""
+        if not self:
+            return []
+        hits = self._hits(set(_WORD_RE.findall(text)))
+        if not hits:
+            return []
+        idents = self.identifiers
+        want_ident = not hits.isdisjoint(idents)
+        out: list[tuple[int, int, bool]] = []
+        anchor: int | None = None
         for m in _WORD_RE.finditer(text):
             word = m.group(0)
-            if word in idents:
-                out.append((m.start(), m.end(), True))
-            elif not terms.isdisjoint(word_terms(word)):
-                out.append((m.start(), m.end(), False))
+            if anchor is not None and m.start() > anchor + chars:
+                break
+            if word in hits:
+                ident = word in idents
+                out.append((m.start(), m.end(), ident))
+                if anchor is None and (ident or not want_ident):
+                    anchor = m.start()
         return out
 
     def snippet(self, content: str, chars: int) -> Snippet:
@@ -66,7 +104,7 @@ class Highlighter:
         text = content
         if not text:
             return Snippet("", ())
-        matches = self._matches(text)
+        matches = self._window_matches(text, chars)
         exact = next((s for s, _, ident in matches if ident), None)
         first = exact if exact is not None else (matches[0][0] if matches else 0)
         start = max(0, first - chars // 3)

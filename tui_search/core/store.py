@@ -13,6 +13,7 @@ import sqlite3
 import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +95,7 @@ class SchemaMismatch(sqlite3.DatabaseError):
     """The manifest was written by another version of tui-search."""
 
 
+@lru_cache(maxsize=200_000)
 def vector_key(chunk_key: str) -> int:
     """A stable 63-bit integer key for usearch, derived from the chunk key."""
     digest = hashlib.blake2b(chunk_key.encode("utf-8", "surrogatepass"), digest_size=8).digest()
@@ -260,6 +262,10 @@ class Store:
             .fetchone()
         )
         return None if row is None else _file_from_row(row)
+
+    def doc_paths(self) -> dict[str, str]:
+        """Document id -> file path."""
+        return dict(self._conn().execute("SELECT doc, path FROM files"))
 
     def counts(self) -> tuple[int, int]:
         conn = self._conn()

@@ -93,6 +93,22 @@ class VectorIndex:
             os.replace(tmp, self.path)
             self._stamp = self._file_stamp()
 
+    def get(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(the keys found, their vectors as float32 rows), from memory."""
+        keys = np.asarray(keys, dtype=np.uint64)
+        with self._lock:
+            if len(keys) == 0 or len(self.index) == 0:
+                return keys[:0], np.zeros((0, self.dim), dtype=np.float32)
+            found = self.index.contains(keys)
+            keys = keys[np.asarray(found, dtype=bool)]
+            if len(keys) == 0:
+                return keys, np.zeros((0, self.dim), dtype=np.float32)
+            rows = self.index.get(keys)
+        if isinstance(rows, np.ndarray) and rows.ndim == 2:
+            return keys, rows.astype(np.float32)
+        assert isinstance(rows, tuple)
+        return keys, np.stack([r for r in rows if r is not None]).astype(np.float32)
+
     def search(self, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
         """(vector key, cosine similarity) best first."""
         with self._lock:
