@@ -186,15 +186,15 @@ def blend_document(
     across documents, sections of strongly matching documents move up. Scores stay 0-1."""
     if weight <= 0:
         return
-    items = list(scored)
+    items = [(s, doc_of(s.key)) for s in scored]
     best: dict[str, float] = {}
-    for s in items:
-        d = doc_of(s.key)
+    for s, d in items:
         if s.score > best.get(d, -1.0):
             best[d] = s.score
-    for s in items:
-        s.document = best[doc_of(s.key)]
-        s.score = (1.0 - weight) * s.score + weight * s.document
+    own = 1.0 - weight
+    for s, d in items:
+        s.document = best[d]
+        s.score = own * s.score + weight * s.document
 
 
 def finalize(scored: list[Scored]) -> list[Scored]:
