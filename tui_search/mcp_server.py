@@ -27,6 +27,7 @@ from typing import Annotated, Any, Literal
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
@@ -93,7 +94,9 @@ class DocumentResult(BaseModel):
     tags: list[str]
     score: float = Field(description="Best section score 0-1")
     match_count: int = Field(description="Matching sections in this document")
-    section_ids: list[str] = Field(description="Ids of the best matching sections")
+    section_ids: list[str] = Field(
+        description="Ids of the best matching sections (the best 3; match_count counts all)",
+    )
     passages: list[SearchHit] | None = Field(
         default=None, description="search with group_by_document"
     )
@@ -341,7 +344,7 @@ class AgentService:
                     )
                 )
         similar: list[RelatedDocument] = []
-        if kind in ("like", "both"):
+        if kind in ("like", "both") and '"' not in record.path:  # (the query quotes the path)
             results = self.engine.search(
                 f'like:"{record.path}"', limit=limit, group=True, snippet_chars=40
             )
@@ -559,7 +562,16 @@ def status_markdown(r: StatusReply) -> str:
     return "\n".join(lines)
 
 
-def reply(model: BaseModel, output: str, markdown: Callable[[Any], str]) -> CallToolResult:
+def reply(
+    make: Callable[[], BaseModel], output: str, markdown: Callable[[Any], str]
+) -> CallToolResult:
+    """Run a tool's work and shape its reply: the model's JSON as structuredContent, markdown
+    (or the same JSON) as text. A user mistake (bad id, stale cursor...) becomes a clear tool
+    error (isError) instead."""
+    try:
+        model = make()
+    except TuiSearchError as exc:
+        raise ToolError(str(exc)) from exc
     data = model.model_dump(mode="json", exclude_none=True)
     text = (
         json.dumps(data, ensure_ascii=False, separators=(",", ":"))
@@ -567,14 +579,6 @@ def reply(model: BaseModel, output: str, markdown: Callable[[Any], str]) -> Call
         else markdown(model)
     )
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
-
-
-def _guard(fn: Callable[[], CallToolResult]) -> CallToolResult:
-    """A user mistake (bad id, stale cursor, ...) becomes a clear tool error (isError)."""
-    try:
-        return fn()
-    except TuiSearchError as exc:
-        raise ToolError(str(exc)) from exc
 
 
 # -- the server ---------------------------------------------------------------------------
@@ -621,13 +625,42 @@ OutputArg = Annotated[
 ]
 
 
+def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with every local ``$ref`` replaced by its definition (no recursion here)."""
+    defs = schema.get("$defs", {})
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/") and len(node) == 1:
+                return walk(defs[ref.rsplit("/", 1)[1]])
+            return {k: walk(v) for k, v in node.items() if k != "$defs"}
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        return node
+
+    return dict(walk(schema))
+
+
 def build_server(service: AgentService) -> MCPServer:
     """An MCPServer with the five read-only tools over ``service``."""
     from tui_search import __version__
 
-    server = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, version=__version__)
+    tools: list[Tool] = []
 
-    @server.tool(title="Search sections", annotations=READ_ONLY)
+    def tool(title: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        def add(fn: Callable[..., Any]) -> Callable[..., Any]:
+            t = Tool.from_function(fn, title=title, annotations=READ_ONLY)
+            if t.fn_metadata.output_schema is not None:
+                # self-contained schemas: clients re-validate every reply against them, and
+                # a schema without $ref is about twice as fast to check
+                t.fn_metadata.output_schema = inline_refs(t.fn_metadata.output_schema)
+            tools.append(t)
+            return fn
+
+        return add
+
+    @tool("Search sections")
     def search(
         query: QueryArg = "",
         exact_terms: ExactArg = [],  # noqa: B006 - pydantic copies defaults
@@ -653,15 +686,13 @@ def build_server(service: AgentService) -> MCPServer:
         `tui-search search`). Hits carry section_id (for `read`), file_path, absolute line
         numbers and a 0-1 score."""
         req = SearchRequest(query, exact_terms, mode, tags, path, under, limit, cursor)
-        return _guard(
-            lambda: reply(
-                service.search(req, detail=detail, group=group_by_document),
-                output,
-                search_markdown,
-            )
+        return reply(
+            lambda: service.search(req, detail=detail, group=group_by_document),
+            output,
+            search_markdown,
         )
 
-    @server.tool(title="Find documents", annotations=READ_ONLY)
+    @tool("Find documents")
     def find_documents(
         query: QueryArg = "",
         exact_terms: ExactArg = [],  # noqa: B006
@@ -676,9 +707,9 @@ def build_server(service: AgentService) -> MCPServer:
         """Documents (not sections) that match, best first: path, title, tags, best score and
         the ids of their best matching sections."""
         req = SearchRequest(query, exact_terms, mode, tags, path, under, limit, cursor)
-        return _guard(lambda: reply(service.find_documents(req), output, documents_markdown))
+        return reply(lambda: service.find_documents(req), output, documents_markdown)
 
-    @server.tool(title="Read a section or document", annotations=READ_ONLY)
+    @tool("Read a section or document")
     def read(
         target: Annotated[
             str | None,
@@ -706,15 +737,15 @@ def build_server(service: AgentService) -> MCPServer:
     ) -> Annotated[CallToolResult, ReadReply]:
         """Read text with absolute line numbers (cite file:line). Says what was included,
         whether it was cut, and gives a cursor to read on."""
-        return _guard(
-            lambda: reply(
-                service.read(target=target, context=context, max_tokens=max_tokens, cursor=cursor),
-                output,
-                read_markdown,
-            )
+        return reply(
+            lambda: service.read(
+                target=target, context=context, max_tokens=max_tokens, cursor=cursor
+            ),
+            output,
+            read_markdown,
         )
 
-    @server.tool(title="Related documents", annotations=READ_ONLY)
+    @tool("Related documents")
     def related(
         document: Annotated[
             str,
@@ -730,21 +761,19 @@ def build_server(service: AgentService) -> MCPServer:
     ) -> Annotated[CallToolResult, RelatedReply]:
         """Documents linked to or from a document (up to `depth` hops) and documents similar
         to it in meaning."""
-        return _guard(
-            lambda: reply(
-                service.related(document=document, depth=depth, kind=kind, limit=limit),
-                output,
-                related_markdown,
-            )
+        return reply(
+            lambda: service.related(document=document, depth=depth, kind=kind, limit=limit),
+            output,
+            related_markdown,
         )
 
-    @server.tool(title="Index status", annotations=READ_ONLY)
+    @tool("Index status")
     def status(output: OutputArg = "markdown") -> Annotated[CallToolResult, StatusReply]:
         """Documents and sections indexed, pending changes, skipped files with reasons, last
         update, model."""
-        return _guard(lambda: reply(service.status(), output, status_markdown))
+        return reply(service.status, output, status_markdown)
 
-    return server
+    return MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, version=__version__, tools=tools)
 
 
 def serve(settings: Settings, *, watch: bool = True) -> int:

@@ -7,6 +7,7 @@ import os
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tui_search.config import Settings
@@ -166,10 +167,10 @@ def test_crash_mid_write_is_repaired(ws: Path, tmp_path: Path, fake_embedder) ->
     class Boom(Exception):
         pass
 
-    def explode() -> None:
+    def explode(*args: object) -> None:
         raise Boom
 
-    e.indexer.vectors.save = explode  # type: ignore[method-assign]  # "killed" after Whoosh commit
+    e.indexer.vectors.upsert = explode  # type: ignore[method-assign,assignment]  # "killed" after Whoosh commit
     with pytest.raises(Boom):
         e.sync()
     e.close()
@@ -333,3 +334,40 @@ def test_bulk_writes_use_the_multiprocess_writer_with_the_same_results(
         ]
     single.close()
     bulk.close()
+
+
+def test_an_edit_does_not_rewrite_the_vector_file(
+    ws: Path, tmp_path: Path, fake_embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    """Writes are O(change): the touched vector keys are logged in the manifest; another
+    process replays them; a long log is folded into the file."""
+    idx = tmp_path / "idx"
+    writer = engine_for(ws, idx, fake_embedder)
+    monkeypatch.setattr("tui_search.core.index.LOG_FOLD_MIN", 0)
+    writer.sync()  # (a first index is folded into the file at once)
+    monkeypatch.setattr("tui_search.core.index.LOG_FOLD_MIN", 10**6)
+    reader = engine_for(ws, idx, fake_embedder)  # as another process would
+    before = (idx / "vectors.usearch").stat()
+    (ws / "notes.md").write_text(THREE_SECTIONS.replace("apples", "kumquats"))
+    assert writer.sync().embedded == 1
+    after = (idx / "vectors.usearch").stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    assert writer.index.store.vector_log_size() > 0
+    # the reader's vector index catches up from the log: same vectors as the manifest
+    reader.index.refresh()
+    for vkey, vec in writer.index.store.vectors_for_path("notes.md"):
+        keys, rows = reader.index.vectors.get(np.array([vkey], dtype=np.uint64))
+        assert list(keys) == [vkey] and np.allclose(rows[0], vec, atol=1e-3)
+    assert len(reader.index.vectors) == len(writer.index.vectors) == 5
+    # a long log is folded into the file, and a fresh process opens it with an empty log
+    monkeypatch.setattr("tui_search.core.index.LOG_FOLD_MIN", 0)
+    (ws / "notes.md").write_text(THREE_SECTIONS.replace("apples", "limes"))
+    writer.sync()
+    assert writer.index.store.vector_log_size() == 0
+    assert (idx / "vectors.usearch").stat().st_mtime_ns != after.st_mtime_ns
+    writer.close()
+    reader.close()
+    fresh = engine_for(ws, idx, fake_embedder)
+    assert len(fresh.index.vectors) == 5 and not fresh.indexer.repaired
+    assert fresh.search("limes", mode="semantic").hits
+    fresh.close()

@@ -120,6 +120,7 @@ def test_lists_read_only_tools_with_described_params_and_output_schemas(h: Harne
         assert a.read_only_hint is True and a.idempotent_hint is True
         assert a.open_world_hint is False
         assert t.output_schema and t.output_schema.get("type") == "object"
+        assert "$ref" not in json.dumps(t.output_schema)  # self-contained
         assert t.description
         for name, prop in t.input_schema.get("properties", {}).items():
             assert prop.get("description"), f"{t.name}.{name} has no description"

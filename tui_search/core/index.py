@@ -27,6 +27,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from tui_search.core.embedding import Embedder
 from tui_search.core.errors import IndexBusyError, IndexError_
 from tui_search.core.lexical import LexicalIndex, LexicalParams
@@ -40,6 +42,9 @@ MANIFEST = "manifest.sqlite"
 WHOOSH_DIR = "whoosh"
 VECTORS_FILE = "vectors.usearch"
 LOCK_FILE = "writer.lock"
+#: The vector log is folded into the vector file when it holds more entries than this, or
+#: than 2% of the vectors (so a one-section edit never rewrites the whole file).
+LOG_FOLD_MIN = 1000
 
 
 class WriterLock:
@@ -96,6 +101,9 @@ class SearchIndex:
         self.store = self._open_store()
         self.lexical = self._open_lexical(lexical_params)
         self.vectors = self._open_vectors()
+        self._vectors_seq = int(self.store.get_meta("vectors_seq") or 0)
+        self._refresh_lock = threading.Lock()
+        self.refresh()
         self._graph_lock = threading.Lock()
         self._graph: LinkGraph | None = None
         self._graph_stamp: object = None
@@ -160,10 +168,13 @@ class SearchIndex:
         """Make the vector index again from the manifest's vectors."""
         vi = vi if vi is not None else self.vectors
         with self.lock.hold():
+            top, _ = self.store.vector_log_since(0)
             vi.clear()
             for keys, vecs in self.store.iter_vectors():
                 vi.index.add(keys, vecs)
             vi.save()
+            self.store.vectors_saved(top)
+            self._vectors_seq = top
 
     def recreate_lexical(self) -> None:
         """An empty full-text index in place of the current one (the caller fills it)."""
@@ -194,15 +205,43 @@ class SearchIndex:
             self.rebuild_vectors()
 
     def refresh(self) -> None:
-        """Another process may have written since we loaded: read what is on disk."""
-        self.vectors.refresh()
+        """Another process may have written since we loaded: catch up with what is on disk
+        (a vector file saved anew is reloaded; vector keys logged since are replayed from
+        the manifest, which makes replaying an entry twice harmless)."""
+        with self._refresh_lock:
+            if self.vectors.refresh():
+                self._vectors_seq = int(self.store.get_meta("vectors_seq") or 0)
+            top, vkeys = self.store.vector_log_since(self._vectors_seq)
+            if vkeys:
+                current = self.store.vectors_for(vkeys)
+                gone = [v for v in vkeys if v not in current]
+                self.vectors.remove(gone)
+                if current:
+                    keys = list(current)
+                    self.vectors.upsert(
+                        np.asarray(keys, dtype=np.uint64), np.stack([current[k] for k in keys])
+                    )
+            self._vectors_seq = max(self._vectors_seq, top)
+
+    def vectors_written(self) -> None:
+        """After a write (the writer's memory already holds it): note the log position, and
+        fold a long log into the vector file."""
+        with self._refresh_lock:
+            top, _ = self.store.vector_log_since(self._vectors_seq)
+            self._vectors_seq = top
+            if self.store.vector_log_size() > max(LOG_FOLD_MIN, len(self.vectors) // 50):
+                self.vectors.save()
+                self.store.vectors_saved(top)
 
     def wipe(self) -> None:
         """Forget every file (a full rebuild follows)."""
         self.store.wipe()
         self.recreate_lexical()
         self.vectors.clear()
+        top, _ = self.store.vector_log_since(0)
         self.vectors.save()
+        self.store.vectors_saved(top)
+        self._vectors_seq = top
 
     # -- derived views for readers -------------------------------------------------------
     def graph(self) -> LinkGraph:

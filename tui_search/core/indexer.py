@@ -3,8 +3,9 @@
 Order of a write (so that a run killed anywhere leaves something the next run repairs):
 1. the manifest records the paths in flight (``dirty``);
 2. Whoosh: delete those paths, add their new chunks, commit;
-3. usearch: remove old vectors, add new ones, save atomically;
-4. the manifest gets the new rows and forgets ``dirty`` in one transaction.
+3. usearch (in memory): remove old vectors, add new ones;
+4. the manifest gets the new rows, logs the touched vector keys and forgets ``dirty`` in one
+   transaction (the vector file is saved whole only when the log grows long: ``core.index``).
 On open, dirty paths are re-done, and an index whose counts disagree with the manifest is
 rebuilt from it (vectors come from the manifest, nothing is re-embedded).
 """
@@ -371,8 +372,11 @@ class Indexer:
             self.vectors.upsert(
                 np.array([r.vkey for r in missing], dtype=np.uint64), np.asarray(missing_vectors)
             )
-        self.vectors.save()
+        # the vector file is not rewritten: the touched vector keys are logged with the rows
+        # (O(change)); other processes replay the log, and it is folded into the file now and then
+        touched_vkeys = [*old_vkeys, *(r.vkey for r in records), *(r.vkey for r in missing)]
         with self.store.transaction() as conn:
+            self.store.log_vectors(conn, touched_vkeys)
             for path in removed:
                 self.store.remove_file(conn, path)
             for rec, chunks in parsed:
@@ -385,6 +389,7 @@ class Indexer:
                 self.store.put_tokens(conn, zip(token_hashes, tokens, strict=True))
             self.store.prune_tokens(conn, old_hashes)
             self.store.clear_dirty(conn)
+        self.index.vectors_written()
         report.changed_files.extend(changed_paths)
         report.removed_files.extend(removed)
         report.removed += len(removed)

@@ -560,8 +560,8 @@ class Retriever:
     def _semantic_arm(
         self, qvec: np.ndarray, snap: LexicalSnapshot, allowed: np.ndarray | None
     ) -> list[tuple[str, float]]:
+        self.index.refresh()
         vi = self.index.vectors
-        vi.refresh()
         depth = self.depth
         k = depth
         if allowed is not None:

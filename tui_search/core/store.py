@@ -64,6 +64,9 @@ CREATE TABLE IF NOT EXISTS skipped (path TEXT PRIMARY KEY, reason TEXT NOT NULL)
 -- distinct token ids of each chunk text, for soft matching; content-addressed like the vectors
 -- and made by the same model (cleared when the model changes)
 CREATE TABLE IF NOT EXISTS tokens (content_hash TEXT PRIMARY KEY, ids BLOB NOT NULL);
+-- vector keys written since the vector file was last saved whole (meta 'vectors_seq' is the
+-- last entry the file holds): readers replay them from the chunks' vectors
+CREATE TABLE IF NOT EXISTS vector_log (seq INTEGER PRIMARY KEY AUTOINCREMENT, vkey INTEGER NOT NULL);
 """
 
 
@@ -460,7 +463,30 @@ class Store:
             for r in self._conn().execute("SELECT key, path FROM chunks WHERE vector IS NULL")
         ]
 
+    def vector_log_since(self, seq: int) -> tuple[int, list[int]]:
+        """(the last log entry, the distinct vector keys logged after ``seq``)."""
+        conn = self._conn()
+        top = int(conn.execute("SELECT coalesce(max(seq), 0) FROM vector_log").fetchone()[0])
+        if top <= seq:
+            return top, []
+        rows = conn.execute(
+            "SELECT DISTINCT vkey FROM vector_log WHERE seq > ? AND seq <= ?", (seq, top)
+        )
+        return top, [int(r[0]) for r in rows]
+
+    def vector_log_size(self) -> int:
+        return int(self._conn().execute("SELECT count(*) FROM vector_log").fetchone()[0])
+
     # -- writes -------------------------------------------------------------------------
+    def log_vectors(self, conn: sqlite3.Connection, vkeys: Iterable[int]) -> None:
+        conn.executemany("INSERT INTO vector_log (vkey) VALUES (?)", [(int(v),) for v in vkeys])
+
+    def vectors_saved(self, seq: int) -> None:
+        """The vector file now holds every log entry up to ``seq``: forget them."""
+        with self._conn() as conn:
+            conn.execute("INSERT OR REPLACE INTO meta VALUES ('vectors_seq', ?)", (str(seq),))
+            conn.execute("DELETE FROM vector_log WHERE seq <= ?", (seq,))
+
     def forget_vectors(self, model_fingerprint: str) -> None:
         """Another model: drop every vector and token row, remember the new model."""
         with self._conn() as conn:

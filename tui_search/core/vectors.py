@@ -58,12 +58,14 @@ class VectorIndex:
         self._stamp = stamp
         return index
 
-    def refresh(self) -> None:
-        """Reload if another process saved a newer file."""
+    def refresh(self) -> bool:
+        """Reload if another process saved a newer file; True when it did."""
         with self._lock:
             stamp = self._file_stamp()
             if stamp is not None and stamp != self._stamp:
                 self.index = self._load_or_new()
+                return True
+            return False
 
     def __len__(self) -> int:
         return len(self.index)

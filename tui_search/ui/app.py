@@ -25,6 +25,7 @@ from textual.binding import Binding, BindingType
 from textual.color import Color
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
+from textual.css.query import NoMatches
 from textual.screen import ModalScreen
 from textual.timer import Timer
 from textual.widgets import Footer, Input, OptionList, ProgressBar, Static
@@ -539,7 +540,10 @@ class TuiSearchApp(App[int]):
             self.post_message(SearchDone(query, mode, grouped, results, append, error, scope_id))
 
     def on_search_done(self, message: SearchDone) -> None:
-        current = self.query_input.value.strip()
+        try:
+            current = self.query_input.value.strip()
+        except NoMatches:  # a search that finished while the app was closing
+            return
         scope_id = self.community.id if self.community is not None else None
         if (
             message.query != current
