@@ -59,25 +59,12 @@ class Highlighter:
 
     def spans(self, text: str) -> list[tuple[int, int]]:
         """(start, end) of every matching word of ``text``."""
-        return [(s, e) for s, e, _ in self._matches(text)]
+        return [(s, e) for s, e, _ in self._window_matches(text, None)]
 
-    def _matches(self, text: str) -> list[tuple[int, int, bool]]:
-        """(start, end, is an identifier) of every matching word."""
-        if not self:
-            return []
-        hits = self._hits(set(_WORD_RE.findall(text)))
-        if not hits:
-            return []
-        idents = self.identifiers
-        return [
-            (m.start(), m.end(), m.group(0) in idents)
-            for m in _WORD_RE.finditer(text)
-            if m.group(0) in hits
-        ]
-
-    def _window_matches(self, text: str, chars: int) -> list[tuple[int, int, bool]]:
-        """The matches a snippet of ``chars`` can show: the scan stops once past the window
-        around the first match (the first identifier match when there is one)."""
+    def _window_matches(self, text: str, chars: int | None) -> list[tuple[int, int, bool]]:
+        """(start, end, is an identifier) of the matching words; with ``chars``, only those a
+        snippet of ``chars`` can show: the scan stops once past the window around the first
+        match (the first identifier match when there is one)."""
         if not self:
             return []
         hits = self._hits(set(_WORD_RE.findall(text)))
@@ -89,7 +76,7 @@ class Highlighter:
         anchor: int | None = None
         for m in _WORD_RE.finditer(text):
             word = m.group(0)
-            if anchor is not None and m.start() > anchor + chars:
+            if anchor is not None and chars is not None and m.start() > anchor + chars:
                 break
             if word in hits:
                 ident = word in idents
