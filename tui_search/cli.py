@@ -180,10 +180,12 @@ def open_synced(args: argparse.Namespace) -> Any:
     (then the index is used as it is, and a note says so)."""
     engine = open_engine(settings_from(args))
     try:
-        _, busy = engine.try_sync(ProgressPrinter(sys.stderr.isatty() and not args.json))
+        report, busy = engine.try_sync(ProgressPrinter(sys.stderr.isatty() and not args.json))
     except BaseException:
         engine.close()
         raise
+    for note in report.repaired if report is not None else engine.indexer.repaired:
+        print(f"tui-search: note: repaired: {note}", file=sys.stderr)
     if busy:
         print(f"tui-search: note: {busy}; using the index as it is", file=sys.stderr)
     return engine
@@ -303,6 +305,11 @@ def cmd_app(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # file names that are not valid UTF-8 reach us as surrogate escapes: print them escaped
+    # instead of failing with UnicodeEncodeError
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.version:

@@ -52,8 +52,12 @@ class Settings:
     max_chunk_tokens: int = 512
     #: Overlap between consecutive chunks of one section (at least this many tokens, ~10%).
     min_overlap_tokens: int = 50
-    #: Files larger than this are skipped (and reported).
-    max_file_bytes: int = 20 * 1024 * 1024
+    #: Files larger than this are indexed up to this size, cut at a line break; the skip
+    #: report says so. (Parsing markdown costs about 1 s a megabyte.)
+    max_file_bytes: int = 5 * 1024 * 1024
+    #: Headings past this many in one file no longer start sections: their text is indexed
+    #: as part of the section before them, and the skip report says so.
+    max_sections_per_file: int = 2000
     #: Snippet length in characters.
     snippet_chars: int = 220
     #: Hybrid fusion: weight of the keyword arm (the semantic arm gets 1 - this). ``None``

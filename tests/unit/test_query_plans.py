@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 from collections.abc import Iterator
 
@@ -13,6 +15,7 @@ from whoosh import query as Q
 from tests.conftest import SAMPLE_WORKSPACE, FakeEmbedder
 from tui_search.config import Settings
 from tui_search.core.engine import SearchEngine
+from tui_search.core.errors import QueryError
 from tui_search.core.plan import Phrase, QueryPlan, Seq, plan_plain
 from tui_search.core.query import compile_query
 from tui_search.core.retrieval import compile_tree
@@ -204,3 +207,67 @@ def test_only_excluded_words_compile_to_the_plain_plan_with_a_warning() -> None:
     plan = compile_query("-Message")
     assert plan.warnings and "only excludes" in plan.warnings[0]
     assert plan.plain_text == "-Message" and plan.tree is None
+
+
+# -- hostile queries (issue 14): results or one clear QueryError, never a crash ---------------
+_CHAIN_WORDS = ["setup", "backup", "guides", "install", "a", "(setup", "backup)", '"x y"']
+
+
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.integers(min_value=1, max_value=1100),
+    st.sampled_from([" AND ", " OR ", " ", " AND NOT ", " +", " -"]),
+    st.lists(st.sampled_from(_CHAIN_WORDS), min_size=1, max_size=4),
+)
+def test_long_operator_chains_end_in_results(
+    engine: SearchEngine, n: int, op: str, words: list[str]
+) -> None:
+    text = op.join(words[i % len(words)] for i in range(n))
+    try:
+        results = engine.search(text, limit=5)
+    except QueryError as exc:
+        assert "\n" not in str(exc)
+        return
+    assert results.total_results >= 0
+
+
+def test_a_thousand_ands_of_matching_words(engine: SearchEngine) -> None:
+    """The case that overflowed Whoosh's matcher tree: distinct words that all match."""
+    words = sorted({w for r in engine.search("backup", limit=3).hits for w in r.content.split()})
+    text = " AND ".join(f"w{i}" if i >= len(words) else words[i] for i in range(1000))
+    results = engine.search(text, mode="keyword", limit=5)
+    assert any("1,000 terms" in w for w in results.warnings)
+    results = engine.search(" AND ".join(["backup"] * 1000), mode="keyword", limit=5)  # one clause
+    assert results.total_results > 0 and not results.warnings
+
+
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.binary(max_size=40))
+def test_query_bytes_that_are_not_utf8(engine: SearchEngine, raw: bytes) -> None:
+    """argv bytes reach Python as surrogate escapes; a search must not fail encoding them."""
+    text = os.fsdecode(raw)
+    results = engine.search(text, limit=3)
+    results.to_json()
+    json.dumps(results.to_json(), ensure_ascii=False).encode("utf-8")
+    if any("\udc80" <= ch <= "\udcff" for ch in text):
+        assert any("not valid UTF-8" in w for w in results.warnings)
+
+
+@given(st.lists(st.sampled_from(["\ud800", "\udfff", "a", " ", "AND"]), max_size=12).map("".join))
+@settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_lone_surrogates_from_json_are_replaced(engine: SearchEngine, text: str) -> None:
+    results = engine.search(text, limit=3)
+    json.dumps(results.to_json(), ensure_ascii=False).encode("utf-8")
+
+
+@pytest.mark.parametrize("depth", [10, 66, 1000, 20000])
+def test_deep_nesting_is_a_clear_fallback(engine: SearchEngine, depth: int) -> None:
+    for text in ("(" * depth + "backup AND setup" + ")" * depth, "NOT " * depth + "backup"):
+        plan = compile_query(text)
+        engine.rank(plan, "hybrid")
+        if depth > 65:  # the first NOT of a chain is not nested
+            assert any("nested more than 64" in w for w in plan.warnings)

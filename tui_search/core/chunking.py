@@ -7,6 +7,7 @@ at block boundaries (paragraphs, fences, lists, tables) with an overlap.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import posixpath
 import re
@@ -97,11 +98,50 @@ class ParsedDocument:
     chunks: list[Chunk]
     front_matter: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    #: explicit anchors (``<a name>``, ``id=``, ``{#id}``) -> the slug of their section
+    anchors: dict[str, str] = field(default_factory=dict)
+
+
+#: Inline markup (links, emphasis, code spans) is parsed per paragraph or heading; markdown-it
+#: spends ~100 us on each ``[``, ``*`` or ``<``, so a paragraph longer than this, or the marks
+#: of a file past the budget below, are indexed as plain text (with a warning) instead.
+MAX_INLINE_CHARS = 20_000
+INLINE_MARK_BUDGET = 50_000
+_MARKS_RE = re.compile(r"[\[\]*_`<>!&\\~|]")
 
 
 @lru_cache(maxsize=1)
 def _markdown() -> MarkdownIt:
-    return MarkdownIt("commonmark", {"html": True}).enable("table").enable("strikethrough")
+    md = MarkdownIt("commonmark", {"html": True}).enable("table").enable("strikethrough")
+    md.disable(["inline", "text_join"])  # run per inline token, within the budget
+    return md
+
+
+def _parse_inline(tokens: list[Token], env: dict[str, Any]) -> int:
+    """Parse the inline tokens' markup within the limits above; returns how many were left as
+    plain text."""
+    md = _markdown()
+    budget = INLINE_MARK_BUDGET
+    plain = 0
+    for tok in tokens:
+        if tok.type != "inline":
+            continue
+        marks = len(_MARKS_RE.findall(tok.content)) if len(tok.content) <= MAX_INLINE_CHARS else 0
+        if len(tok.content) > MAX_INLINE_CHARS or marks > budget:
+            tok.children = [Token("text", "", 0, content=tok.content)]
+            plain += 1
+            continue
+        budget -= marks
+        if not marks:  # nothing inline markup could make of it: the text is the content
+            tok.children = [Token("text", "", 0, content=tok.content)]
+            continue
+        children: list[Token] = []
+        md.inline.parse(tok.content, md, env, children)
+        for child in children:
+            if child.type == "text_special":  # what markdown-it's text_join does
+                child.type = "text"
+        tok.children = children
+    return plain
 
 
 def doc_id_for(rel_path: str) -> str:
@@ -165,14 +205,48 @@ def _inline_text(token: Token) -> str:
     return "".join(parts)
 
 
-def _heading_text(token: Token) -> str:
+_ANCHOR_ATTR_RE = re.compile(
+    r"""<[a-zA-Z][\w-]*\s[^>]*?\b(?:name|id)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'=<>`]+))"""
+)
+_ATTR_LIST_RE = re.compile(r"\s*\{:?\s*#([^\s{}]+)[^{}]*\}\s*$")  # ``## Title {#id .cls}``
+_ANCHORS_ONLY_RE = re.compile(r"\A(?:\s*<a\s[^>]*>\s*(?:</a\s*>)?)+\s*\Z", re.IGNORECASE)
+
+
+def html_anchors(html: str) -> list[str]:
+    """The ``id`` / ``name`` values of the tags in an HTML fragment."""
+    return [next(g for g in m.groups() if g is not None) for m in _ANCHOR_ATTR_RE.finditer(html)]
+
+
+def _anchor_only_block(tokens: list[Token], i: int) -> list[str]:
+    """The anchors of a block made only of anchor tags (an HTML block, or a paragraph of
+    inline tags), else []."""
+    tok = tokens[i]
+    if tok.type == "html_block":
+        return html_anchors(tok.content) if _ANCHORS_ONLY_RE.match(tok.content) else []
+    if tok.type == "paragraph_open" and i + 1 < len(tokens) and tokens[i + 1].type == "inline":
+        html = "".join(c.content for c in tokens[i + 1].children or [] if c.type != "softbreak")
+        return html_anchors(html) if _ANCHORS_ONLY_RE.match(html) else []
+    return []
+
+
+def heading_text(token: Token) -> tuple[str, list[str]]:
+    """A heading's text as GitHub reads it (inline HTML dropped, a trailing ``{#id}`` taken
+    off), and the explicit anchors it carries (``<a name=...>``, ``id=...``, ``{#id}``)."""
     parts = []
+    anchors: list[str] = []
     for child in token.children or []:
-        if child.type in ("text", "code_inline", "html_inline"):
+        if child.type in ("text", "code_inline"):
             parts.append(child.content)
         elif child.type in ("softbreak", "hardbreak"):
             parts.append(" ")
-    return " ".join("".join(parts).split())
+        elif child.type == "html_inline":
+            anchors.extend(html_anchors(child.content))  # the tag itself is not text
+    text = " ".join("".join(parts).split())
+    m = _ATTR_LIST_RE.search(text)
+    if m:
+        anchors.append(m.group(1))
+        text = text[: m.start()].rstrip()
+    return text, [a for a in anchors if a.strip()]
 
 
 def resolve_relative_link(href: str, source_path: str) -> tuple[str, str] | None:
@@ -202,7 +276,7 @@ class _Section:
     heading_line: int  # 0-based line of the heading in the body (-1 for the preamble)
     body_start: int  # 0-based first line of the body
     body_end: int  # 0-based exclusive
-    tags: list[str] = field(default_factory=list)
+    tags: dict[str, None] = field(default_factory=dict)  # an ordered set
 
 
 def parse_document(
@@ -212,8 +286,13 @@ def parse_document(
     doc: str | None = None,
     max_tokens: int = 512,
     min_overlap: int = 50,
+    max_sections: int | None = None,
 ) -> ParsedDocument:
-    """Parse one markdown file. Never raises on content: bad parts become warnings."""
+    """Parse one markdown file. Never raises on content: bad parts become warnings.
+
+    After ``max_sections`` headings, further headings no longer start sections: their text
+    stays in the last section (split into chunks by size like any long section), and a warning
+    says how many were folded in."""
     doc = doc if doc is not None else doc_id_for(file_path)
     warnings: list[str] = []
     front, body, offset, fm_warning = split_front_matter(text)
@@ -221,7 +300,15 @@ def parse_document(
         warnings.append(fm_warning)
     lines = body.split("\n")
     try:
-        tokens = _markdown().parse(body)
+        env: dict[str, Any] = {}
+        tokens = _markdown().parse(body, env)
+        plain_blocks = _parse_inline(tokens, env)
+        if plain_blocks:
+            warnings.append(
+                f"inline markup of {plain_blocks:,} paragraphs not parsed (over "
+                f"{MAX_INLINE_CHARS:,} characters, or the file's {INLINE_MARK_BUDGET:,} "
+                "markup characters); indexed as plain text"
+            )
     except Exception as exc:  # markdown-it is robust; this is a last resort
         warnings.append(f"markdown could not be parsed ({exc}); indexed as plain text")
         tokens = []
@@ -235,7 +322,10 @@ def parse_document(
     slug_counts: dict[str, int] = {}
     first_h1: str | None = None
     block_starts: list[int] = []
-    preamble_tags: list[str] = []
+    preamble_tags: dict[str, None] = {}
+    anchors: dict[str, str] = {}
+    pending_anchors: list[str] = []  # from an anchor-only HTML block just above a heading
+    folded = 0  # headings past max_sections
 
     def add_section(heading: str, level: int, line: int, body_start: int) -> None:
         nonlocal stack
@@ -258,8 +348,16 @@ def parse_document(
             block_starts.append(tok.map[0])
         if tok.type == "heading_open" and tok.level == 0 and tok.map is not None:
             inline = tokens[i + 1] if i + 1 < len(tokens) else None
-            heading = (
-                _heading_text(inline) if inline is not None and inline.type == "inline" else ""
+            if max_sections is not None and len(sections) >= max_sections:
+                folded += 1  # over the limit: an ordinary block of the last section
+                block_starts.append(tok.map[0])
+                if inline is not None:
+                    _collect_inline(inline, file_path, links, sections[-1].tags)
+                pending_anchors = []
+                i += 3
+                continue
+            heading, own_anchors = (
+                heading_text(inline) if inline is not None and inline.type == "inline" else ("", [])
             )
             level = int(tok.tag[1:]) if tok.tag[1:].isdigit() else 1
             if level == 1 and first_h1 is None and heading:
@@ -267,10 +365,16 @@ def parse_document(
             if sections:
                 sections[-1].body_end = tok.map[0]
             add_section(heading, level, tok.map[0], tok.map[1])
+            for a in pending_anchors + own_anchors:
+                anchors.setdefault(a, sections[-1].slug)
+            pending_anchors = []
             if inline is not None:
                 _collect_inline(inline, file_path, links, sections[-1].tags)
             i += 3
             continue
+        if tok.level == 0 and tok.map is not None:
+            # ``<a name="x"></a>`` alone above a heading names that heading
+            pending_anchors = _anchor_only_block(tokens, i)
         if tok.type == "inline":
             _collect_inline(tok, file_path, links, sections[-1].tags if sections else preamble_tags)
         i += 1
@@ -286,22 +390,19 @@ def parse_document(
     all_sections: list[_Section] = []
     first_heading_line = sections[0].heading_line if sections else len(lines)
     preamble_text = "\n".join(lines[:first_heading_line])
-    if preamble_text.strip():
+    if preamble_text.strip() and not _ANCHORS_ONLY_RE.match(preamble_text):
         all_sections.append(
             _Section(title, 0, (), PREAMBLE_SLUG, -1, 0, first_heading_line, preamble_tags)
         )
     all_sections.extend(sections)
-    for s in all_sections:
-        for t in s.tags:
-            if t not in doc_tags:
-                doc_tags.append(t)
+    doc_tags = list(dict.fromkeys([*doc_tags, *(t for s in all_sections for t in s.tags)]))
     fm_tags = _front_matter_tags(front.get("tags")) + _front_matter_tags(front.get("tag"))
 
     chunks: list[Chunk] = []
     block_starts = sorted(set(block_starts))
     for s in all_sections:
         section_id = f"{doc}:{s.slug}"
-        tags = tuple(dict.fromkeys(fm_tags + s.tags))
+        tags = tuple(dict.fromkeys([*fm_tags, *s.tags]))
         pieces = _split_section(
             lines, s.body_start, s.body_end, block_starts, max_tokens, min_overlap
         )
@@ -330,6 +431,11 @@ def parse_document(
                     content_hash=chunk_hash,
                 )
             )
+    if folded and max_sections is not None:
+        warnings.append(
+            f"{max_sections + folded:,} headings, over the limit of {max_sections:,} sections "
+            f"per file: the last {folded:,} are indexed as text of the section before them"
+        )
     parent_value = front.get("parent")
     parent = str(parent_value).strip() if isinstance(parent_value, (str, int, float)) else None
     return ParsedDocument(
@@ -342,15 +448,16 @@ def parse_document(
         chunks=chunks,
         front_matter=front,
         warnings=warnings,
+        anchors={a: slug for a, slug in anchors.items() if a != slug},
     )
 
 
-def _collect_inline(token: Token, file_path: str, links: list[Link], tags: list[str]) -> None:
+def _collect_inline(token: Token, file_path: str, links: list[Link], tags: dict[str, None]) -> None:
     text = _inline_text(token)
     for m in _TAG_RE.finditer(text):
         tag = normalize_tag(m.group(1))
-        if tag and tag not in tags:
-            tags.append(tag)
+        if tag:
+            tags.setdefault(tag)
     for m in _WIKILINK_RE.finditer(text):
         target = m.group(1).strip()
         if target:
@@ -382,7 +489,8 @@ def _split_section(
     if total <= max_tokens or end - start <= 1:
         return [(start, end)]
     # Units: block-level ranges; a unit bigger than max_tokens is cut into line groups.
-    cuts = [start] + [b for b in block_starts if start < b < end] + [end]
+    lo, hi = bisect.bisect_right(block_starts, start), bisect.bisect_left(block_starts, end)
+    cuts = [start, *block_starts[lo:hi], end]
     units: list[tuple[int, int, int]] = []
     for a, b in zip(cuts, cuts[1:], strict=False):
         size = count_tokens("\n".join(lines[a:b]))

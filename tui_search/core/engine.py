@@ -22,6 +22,7 @@ from tui_search.core.results import DocumentGroup, Hit, IndexStats, SearchResult
 from tui_search.core.retrieval import Retriever
 from tui_search.core.snippets import Highlighter
 from tui_search.core.store import ChunkRecord, FileRecord
+from tui_search.core.textsafe import clean_query_text
 from tui_search.core.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -80,6 +81,7 @@ class SearchEngine:
             max_tokens=settings.max_chunk_tokens,
             min_overlap=settings.min_overlap_tokens,
             max_file_bytes=settings.max_file_bytes,
+            max_sections=settings.max_sections_per_file,
         )
         self.retriever = Retriever(
             self.index,
@@ -166,6 +168,12 @@ class SearchEngine:
         """The link graph of the indexed documents (rebuilt when files change)."""
         return self.index.graph()
 
+    def resolve_anchor(self, file_path: str, anchor: str) -> str:
+        """The heading slug a link's ``#anchor`` means in ``file_path``: an explicit anchor
+        (``<a name>``, ``id=``, ``{#id}``) becomes its section's slug; anything else is
+        returned as it is."""
+        return self.index.store.anchor_slug(file_path, anchor) or anchor
+
     def read_document(self, file_path: str) -> str:
         """The current text of a workspace file (for the preview)."""
         return self._read_current(file_path).text
@@ -232,7 +240,9 @@ class SearchEngine:
         """Compile a query string (query language) into a plan."""
         from tui_search.core.query import compile_query
 
-        return compile_query(query)
+        query, note = clean_query_text(query)
+        plan = compile_query(query)
+        return plan.with_warning(note) if note else plan
 
     def embed_query(self, text: str) -> Any:
         return self.retriever.embed_query(text)
@@ -290,7 +300,10 @@ class SearchEngine:
         if continuation:
             offset = decode_token(continuation, query_id)
 
-        ranking = self.retriever.rank(plan, run_mode, fusion or self.fusion)
+        try:
+            ranking = self.retriever.rank(plan, run_mode, fusion or self.fusion)
+        except RecursionError:
+            raise QueryError("the query is too complex to run; use fewer terms") from None
         store = self.index.store
         doc_paths = self.index.doc_paths()
         paths: dict[str, str] = {}

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tui_search.config import Settings
 from tui_search.core.chunking import Chunk, doc_id_for, parse_document
 from tui_search.core.embedding import Embedder, TokenEmbedder
 from tui_search.core.index import SearchIndex, WriterLock
@@ -29,6 +30,10 @@ from tui_search.core.workspace import FileInfo, Skipped, Workspace, read_file
 
 ProgressCallback = Callable[["Progress"], None]
 EMBED_BATCH = 2048
+#: A write batch: files are parsed and written this many chunks (or characters of text) at a
+#: time, so indexing memory is bounded by a batch, not by the workspace.
+INDEX_BATCH_CHUNKS = 20_000
+INDEX_BATCH_CHARS = 32_000_000
 
 
 @dataclass(frozen=True)
@@ -93,7 +98,8 @@ class Indexer:
         *,
         max_tokens: int = 512,
         min_overlap: int = 50,
-        max_file_bytes: int = 20 * 1024 * 1024,
+        max_file_bytes: int = Settings.max_file_bytes,
+        max_sections: int = Settings.max_sections_per_file,
     ) -> None:
         self.workspace = workspace
         self.index = index
@@ -101,6 +107,7 @@ class Indexer:
         self.max_tokens = max_tokens
         self.min_overlap = min_overlap
         self.max_file_bytes = max_file_bytes
+        self.max_sections = max_sections
 
     # the parts of the index (the full-text index is replaced on a rebuild: always look it up)
     @property
@@ -197,7 +204,11 @@ class Indexer:
             removed: list[str] = []
             skipped: list[Skipped] = []
             for rel in wanted:
-                info = self.workspace.stat(rel) if self.workspace.wants(rel) else None
+                found = self.workspace.lookup(rel) if self.workspace.wants(rel) else None
+                if isinstance(found, Skipped):
+                    skipped.append(found)  # a FIFO, socket or device: never opened
+                    found = None
+                info = found
                 if info is None:
                     if rel in known:
                         removed.append(rel)
@@ -225,8 +236,9 @@ class Indexer:
             )
             if skipped or removed:
                 with self.store.transaction() as conn:
-                    self.store.add_skipped(conn, [(s.path, s.reason) for s in skipped])
+                    # forget first: a known file that became a FIFO is removed AND skipped
                     self.store.forget_skipped(conn, removed)
+                    self.store.add_skipped(conn, [(s.path, s.reason) for s in skipped])
         report.skipped = skipped
         report.documents, report.chunks = self.store.counts()
         report.took_ms = (time.perf_counter() - started) * 1000
@@ -250,10 +262,20 @@ class Indexer:
         emit: ProgressCallback,
         force: set[str] | None = None,
     ) -> None:
+        """Read and parse ``to_check`` and write it in batches of about INDEX_BATCH_CHUNKS
+        chunks (or INDEX_BATCH_CHARS characters), so memory is bounded by a batch, not by the
+        workspace; ``removed`` is written with the last batch (its vectors can be reused by
+        files moved elsewhere until then)."""
         parsed: list[tuple[FileRecord, list[Chunk]]] = []
         touched: list[FileRecord] = []
+        batch_chunks = batch_chars = 0
+        force_left = set(force or ())
         total = len(to_check)
         for i, info in enumerate(to_check):
+            if batch_chunks >= INDEX_BATCH_CHUNKS or batch_chars >= INDEX_BATCH_CHARS:
+                self._write(parsed, [], touched, report, emit, force_left, last=False)
+                parsed, touched = [], []
+                batch_chunks = batch_chars = 0
             if i % 50 == 0:
                 emit(Progress("parse", i, total, info.rel_path))
             try:
@@ -280,8 +302,11 @@ class Indexer:
                 doc=doc,
                 max_tokens=self.max_tokens,
                 min_overlap=self.min_overlap,
+                max_sections=self.max_sections,
             )
             warnings = list(parsed_doc.warnings)
+            if result.cut_note:
+                warnings.insert(0, result.cut_note)
             if result.encoding != "utf-8":
                 warnings.append(f"not valid UTF-8; decoded as {result.encoding}")
             for w in warnings:
@@ -298,9 +323,28 @@ class Indexer:
                 parent=parsed_doc.parent,
                 encoding=result.encoding,
                 warnings=tuple(warnings),
+                anchors=tuple(parsed_doc.anchors.items()),
             )
             parsed.append((record, parsed_doc.chunks))
+            batch_chunks += len(parsed_doc.chunks)
+            batch_chars += len(result.text)
         emit(Progress("parse", total, total))
+        self._write(parsed, removed, touched, report, emit, force_left, last=True)
+
+    def _write(
+        self,
+        parsed: list[tuple[FileRecord, list[Chunk]]],
+        removed: list[str],
+        touched: list[FileRecord],
+        report: SyncReport,
+        emit: ProgressCallback,
+        force: set[str],
+        *,
+        last: bool,
+    ) -> None:
+        """One batch: manifest ``dirty``, Whoosh, usearch, then the manifest rows. ``force``
+        holds the paths a crashed run left dirty and not yet rewritten: they stay recorded as
+        dirty until a batch rewrites them (or the last batch ends)."""
 
         if touched and not parsed and not removed:
             with self.store.transaction() as conn:
@@ -310,7 +354,7 @@ class Indexer:
 
         changed_paths = [rec.path for rec, _ in parsed]
         in_flight = changed_paths + removed
-        self.store.set_meta("dirty", json.dumps(in_flight))
+        self.store.set_meta("dirty", json.dumps(sorted(set(in_flight) | force)))
 
         # Which chunks need a new vector? Reuse any stored vector with the same content hash
         # (unchanged sections, renamed or moved files, duplicated text).
@@ -329,7 +373,7 @@ class Indexer:
             new_keys = {c.key for c in chunks}
             gone = [k for k in old_chunks if k not in new_keys]
             old_vkeys.extend(old_chunks[k][1] for k in gone)
-            if rec.path in (force or ()) or not old_chunks:
+            if rec.path in force or not old_chunks:
                 # redo after a crash (or a new file): rewrite the whole file in Whoosh
                 lexical_delete_paths.append(rec.path)
                 lexical_add.update(new_keys)
@@ -388,7 +432,11 @@ class Indexer:
             if tokens is not None:
                 self.store.put_tokens(conn, zip(token_hashes, tokens, strict=True))
             self.store.prune_tokens(conn, old_hashes)
-            self.store.clear_dirty(conn)
+            force.difference_update(in_flight)
+            if force and not last:
+                self.store.set_dirty(conn, sorted(force))
+            else:
+                self.store.clear_dirty(conn)
         self.index.vectors_written()
         report.changed_files.extend(changed_paths)
         report.removed_files.extend(removed)

@@ -50,6 +50,11 @@ DIRECTIVE_FIELDS = frozenset({"similar", "like", "mode", "weights", "explain", "
 FIELDS = FILTER_FIELDS | DIRECTIVE_FIELDS
 DEFAULT_DEPTH = 1
 MAX_DEPTH = 10
+#: An operator query with more terms than this is searched as plain text (Whoosh's matcher
+#: tree for a long ``AND`` chain recurses once per term and overflows Python's stack near 500).
+MAX_QUERY_TERMS = 256
+#: Parentheses and ``NOT`` prefixes nested deeper than this are a syntax error.
+MAX_QUERY_NESTING = 64
 
 _FIELD_RE = re.compile(r"(" + "|".join(sorted(FIELDS, key=len, reverse=True)) + r"):")
 _TAG_RE = re.compile(r"#([^\W\d][\w\-/]*)")
@@ -173,6 +178,12 @@ class _Parser:
     def __init__(self, tokens: list[Token]) -> None:
         self.tokens = tokens
         self.i = 0
+        self.depth = 0
+
+    def nest(self) -> None:
+        self.depth += 1
+        if self.depth > MAX_QUERY_NESTING:
+            raise QuerySyntaxError(f"nested more than {MAX_QUERY_NESTING} levels deep")
 
     def peek(self) -> Token | None:
         return self.tokens[self.i] if self.i < len(self.tokens) else None
@@ -234,7 +245,10 @@ class _Parser:
             raise QuerySyntaxError(f"{op} needs a term after it")
         if tok.kind == "NOT":
             self.take()
-            return Not(self.unary("NOT"))
+            self.nest()
+            negated = Not(self.unary("NOT"))
+            self.depth -= 1
+            return negated
         if tok.kind in ("PLUS", "MINUS"):
             self.take()
             node = self.atom()
@@ -247,7 +261,9 @@ class _Parser:
             raise QuerySyntaxError("the query ends where a search term was expected")
         if tok.kind == "LPAREN":
             self.take()
+            self.nest()
             node = self.or_expr()
+            self.depth -= 1
             end = self.peek()
             if end is None or end.kind != "RPAREN":
                 raise QuerySyntaxError("a '(' is not closed")
@@ -381,7 +397,9 @@ def normalize(node: Node) -> Node:
     if isinstance(node, Not):
         return Not(normalize(node.child))
     if isinstance(node, (And, Or)):
-        return type(node)(tuple(normalize(c) for c in node.children))
+        # ``a AND a AND ...``: a repeated clause adds nothing but depth to the matcher tree
+        children = tuple(dict.fromkeys(normalize(c) for c in node.children))
+        return children[0] if len(children) == 1 else type(node)(children)
     if isinstance(node, Seq):
         should: list[Node] = []
         for c in node.should:
@@ -392,10 +410,10 @@ def normalize(node: Node) -> Node:
                 should.append(normalize(c))
         if any(isinstance(c, Word) for c in should):
             should = [Word(c.text) if isinstance(c, Phrase) else c for c in should]
-        return Seq(
-            tuple(normalize(c) for c in node.must if _searchable(c)),
+        return Seq(  # a repeated required or excluded clause changes nothing: once is enough
+            tuple(dict.fromkeys(normalize(c) for c in node.must if _searchable(c))),
             tuple(should),
-            tuple(normalize(c) for c in node.must_not if _searchable(c)),
+            tuple(dict.fromkeys(normalize(c) for c in node.must_not if _searchable(c))),
         )
     return node
 
@@ -470,6 +488,12 @@ def compile_query(text: str) -> QueryPlan:
         return _fallback(text, str(exc))
     if not is_structured(tokens):
         return plan_plain(text)
+    terms = len({(t.kind, t.name, t.text) for t in tokens if t.kind in ("WORD", "PHRASE", "FIELD")})
+    if terms > MAX_QUERY_TERMS:
+        return _fallback(
+            text,
+            f"{terms:,} terms, more than the {MAX_QUERY_TERMS} distinct terms an operator query may have",
+        )
     try:
         ast = _Parser(tokens).parse()
         tree, directives = extract_directives(ast)

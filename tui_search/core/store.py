@@ -21,7 +21,8 @@ import numpy as np
 
 from tui_search.core.chunking import Chunk, Link
 
-SCHEMA_VERSION = "5"  # 4: vectors stored as float16; 5: token ids for soft matching
+SCHEMA_VERSION = "6"  # 4: vectors stored as float16; 5: token ids for soft matching;
+# 6: heading HTML stripped from titles and slugs (section ids change), explicit anchors
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -61,6 +62,10 @@ CREATE INDEX IF NOT EXISTS chunks_section ON chunks(section_id);
 CREATE INDEX IF NOT EXISTS chunks_hash ON chunks(content_hash);
 CREATE INDEX IF NOT EXISTS chunks_novec ON chunks(key) WHERE vector IS NULL;
 CREATE TABLE IF NOT EXISTS skipped (path TEXT PRIMARY KEY, reason TEXT NOT NULL);
+-- explicit heading anchors (<a name>, id=, {#id}) of a file, lower-cased -> the section slug
+CREATE TABLE IF NOT EXISTS anchors (
+    path TEXT NOT NULL, anchor TEXT NOT NULL, slug TEXT NOT NULL, PRIMARY KEY (path, anchor)
+);
 -- distinct token ids of each chunk text, for soft matching; content-addressed like the vectors
 -- and made by the same model (cleared when the model changes)
 CREATE TABLE IF NOT EXISTS tokens (content_hash TEXT PRIMARY KEY, ids BLOB NOT NULL);
@@ -118,6 +123,8 @@ class FileRecord:
     parent: str | None
     encoding: str
     warnings: tuple[str, ...]
+    #: explicit anchors -> section slug (written with the file; not read back with it)
+    anchors: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -498,6 +505,7 @@ class Store:
         with self._conn() as conn:
             conn.execute("DELETE FROM chunks")
             conn.execute("DELETE FROM files")
+            conn.execute("DELETE FROM anchors")
             conn.execute("DELETE FROM meta WHERE key = 'dirty'")
 
     def touch_files(self, conn: sqlite3.Connection, stamps: Iterable[tuple[str, int, int]]) -> None:
@@ -525,6 +533,9 @@ class Store:
 
     def clear_dirty(self, conn: sqlite3.Connection) -> None:
         conn.execute("DELETE FROM meta WHERE key = 'dirty'")
+
+    def set_dirty(self, conn: sqlite3.Connection, paths: list[str]) -> None:
+        conn.execute("INSERT OR REPLACE INTO meta VALUES ('dirty', ?)", (json.dumps(paths),))
 
     def add_skipped(self, conn: sqlite3.Connection, skipped: Iterable[tuple[str, str]]) -> None:
         conn.executemany("INSERT OR REPLACE INTO skipped VALUES (?, ?)", list(skipped))
@@ -591,8 +602,26 @@ class Store:
             "INSERT OR REPLACE INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             rows,
         )
+        conn.execute("DELETE FROM anchors WHERE path = ?", (record.path,))
+        conn.executemany(
+            "INSERT OR IGNORE INTO anchors VALUES (?, ?, ?)",
+            [(record.path, a.lower(), slug) for a, slug in record.anchors],
+        )
+
+    def anchor_slug(self, path: str, anchor: str) -> str | None:
+        """The slug of the section an explicit anchor of ``path`` names (case-insensitive)."""
+        row = (
+            self._conn()
+            .execute(
+                "SELECT slug FROM anchors WHERE path = ? AND anchor = ?",
+                (path, anchor.strip().lower()),
+            )
+            .fetchone()
+        )
+        return None if row is None else str(row[0])
 
     def remove_file(self, conn: sqlite3.Connection, path: str) -> None:
+        conn.execute("DELETE FROM anchors WHERE path = ?", (path,))
         conn.execute("DELETE FROM chunks WHERE path = ?", (path,))
         conn.execute("DELETE FROM files WHERE path = ?", (path,))
 

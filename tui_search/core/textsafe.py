@@ -16,3 +16,23 @@ def sanitize_terminal(text: str) -> str:
     """Remove escape sequences; show other control characters as visible placeholders."""
     text = _ANSI_RE.sub("", text)
     return _CONTROL_RE.sub(lambda m: "\ufffd" if m.group(0) not in "\r" else " ", text)
+
+
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+
+
+def clean_query_text(text: str) -> tuple[str, str | None]:
+    """Query text with no lone surrogates, and a warning when it had some.
+
+    Bytes that were not UTF-8 reach Python from ``argv`` as surrogate escapes: they are decoded
+    as a workspace file would be (UTF-8, else cp1252, else latin-1). Any other lone surrogate
+    (from JSON, say) becomes U+FFFD."""
+    if not _SURROGATE_RE.search(text):
+        return text, None
+    from tui_search.core.workspace import decode_bytes
+
+    try:
+        decoded, encoding = decode_bytes(text.encode("utf-8", "surrogateescape"))
+    except UnicodeEncodeError:
+        return _SURROGATE_RE.sub("\ufffd", text), "the query had invalid characters; replaced"
+    return decoded, f"the query was not valid UTF-8; read it as {encoding}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat as stat_mod
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +35,40 @@ class ReadResult:
     text: str
     encoding: str  # "utf-8", or the fallback that decoded it
     raw_hash: str
+    #: the file's size when only its first part was read (over ``max_file_bytes``), else None
+    cut_from: int | None = None
+
+    @property
+    def cut_note(self) -> str | None:
+        if self.cut_from is None:
+            return None
+        return (
+            f"cut: only the first {_mb(len(self.text.encode('utf-8', 'surrogatepass')))} of "
+            f"{_mb(self.cut_from)} indexed (over the max_file_bytes limit)"
+        )
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1e6:.1f} MB" if n >= 1e6 else f"{n / 1e3:.0f} KB"
+
+
+def special_kind(mode: int) -> str | None:
+    """What a non-regular file is ("a FIFO", ...), or None for a regular file."""
+    if stat_mod.S_ISREG(mode):
+        return None
+    if stat_mod.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat_mod.S_ISSOCK(mode):
+        return "a socket"
+    if stat_mod.S_ISCHR(mode) or stat_mod.S_ISBLK(mode):
+        return "a device"
+    if stat_mod.S_ISDIR(mode):
+        return "a folder"
+    return "not a regular file"
+
+
+def not_regular_reason(kind: str) -> str:
+    return f"{kind}, not a regular file: never opened"
 
 
 def _compile(lines: list[str]) -> pathspec.PathSpec:
@@ -173,9 +208,20 @@ class Workspace:
                     if skipped is not None:
                         skipped.append(Skipped(rel, f"cannot stat: {exc.strerror or exc}"))
                     continue
+                kind = special_kind(st.st_mode)
+                if kind is not None:
+                    if skipped is not None:
+                        skipped.append(Skipped(rel, not_regular_reason(kind)))
+                    continue
                 yield FileInfo(rel, p, st.st_size, st.st_mtime_ns)
 
     def stat(self, rel_path: str) -> FileInfo | None:
+        """The regular file at ``rel_path``, or None (gone, outside, or not a regular file)."""
+        found = self.lookup(rel_path)
+        return found if isinstance(found, FileInfo) else None
+
+    def lookup(self, rel_path: str) -> FileInfo | Skipped | None:
+        """Like :meth:`stat`, but a FIFO, socket or device comes back as a :class:`Skipped`."""
         p = self.root / rel_path
         try:
             if p.is_symlink() and not self.inside(p):
@@ -183,8 +229,11 @@ class Workspace:
             st = p.stat()
         except OSError:
             return None
-        if not p.is_file():
+        kind = special_kind(st.st_mode)
+        if kind == "a folder":
             return None
+        if kind is not None:
+            return Skipped(rel_path, not_regular_reason(kind))
         return FileInfo(rel_path, p, st.st_size, st.st_mtime_ns)
 
 
@@ -207,20 +256,42 @@ def decode_bytes(data: bytes) -> tuple[str, str]:
         return data.decode("latin-1"), "latin-1"
 
 
+def _cut(data: bytes, limit: int) -> bytes:
+    """The first ``limit`` bytes, ending at a line break (or at least a whole character)."""
+    head = data[:limit]
+    newline = head.rfind(b"\n")
+    if newline >= limit // 2:
+        head = head[: newline + 1]
+    else:
+        while head and head[-1] & 0xC0 == 0x80:  # inside a UTF-8 sequence
+            head = head[:-1]
+        if head and head[-1] >= 0xC0:
+            head = head[:-1]
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        head = head[: len(head) - len(head) % 2]  # whole UTF-16 code units
+    return head
+
+
 def read_file(info: FileInfo, max_bytes: int) -> ReadResult:
-    """Read and decode one file. Raises OSError (vanished, unreadable) or ValueError (too big)."""
+    """Read and decode one regular file, at most ``max_bytes`` of it (a larger file is cut at a
+    line break and ``cut_from`` says so). Raises OSError (vanished, unreadable) or ValueError
+    (not a regular file, binary)."""
     import hashlib
 
-    if info.size > max_bytes:
-        raise ValueError(
-            f"file is {info.size / 1e6:.1f} MB, over the {max_bytes / 1e6:.0f} MB limit"
-        )
-    with open(info.abs_path, "rb") as fh:
+    # O_NONBLOCK: a file that became a FIFO since it was listed must not block the open;
+    # fstat then tells what was really opened, and only a regular file is read.
+    fd = os.open(info.abs_path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb") as fh:
+        kind = special_kind(os.fstat(fd).st_mode)
+        if kind is not None:
+            raise ValueError(not_regular_reason(kind))
         data = fh.read(max_bytes + 1)
-    if len(data) > max_bytes:
-        raise ValueError(f"file grew over the {max_bytes / 1e6:.0f} MB limit")
+        cut_from = None
+        if len(data) > max_bytes:
+            cut_from = max(os.fstat(fd).st_size, len(data))
+            data = _cut(data, max_bytes)
     if b"\x00" in data[:8192] and not data.startswith((b"\xff\xfe", b"\xfe\xff")):
         raise ValueError("binary content (NUL bytes)")
     text, encoding = decode_bytes(data)
     text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return ReadResult(text, encoding, hashlib.blake2b(data, digest_size=16).hexdigest())
+    return ReadResult(text, encoding, hashlib.blake2b(data, digest_size=16).hexdigest(), cut_from)

@@ -756,7 +756,7 @@ class TuiSearchApp(App[int]):
                 self.call_from_thread(self._preview_failed, key, f"{type(exc).__name__}: {exc}")
             return
         if selected is None and anchor:
-            selected = section_for_anchor(sections, anchor)
+            selected = section_for_anchor(sections, self.engine.resolve_anchor(path, anchor))
         meta = DocumentMeta(title=path)
         if record is not None:
             links_to, linked_from = self._link_entries(path, record)
