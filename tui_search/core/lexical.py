@@ -236,7 +236,10 @@ class LexicalIndex:
                 raise IndexError_(
                     f"the full-text index at {self.directory} is unreadable: {exc}"
                 ) from exc
-        return whoosh_index.create_in(str(self.directory), make_schema())
+        try:
+            return whoosh_index.create_in(str(self.directory), make_schema())
+        except NameError:  # Whoosh's "File '_MAIN_0.toc' exists": another process made it first
+            return whoosh_index.open_dir(str(self.directory))
 
     @classmethod
     def recreate(cls, directory: Path, params: LexicalParams | None = None) -> LexicalIndex:
