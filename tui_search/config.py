@@ -75,7 +75,16 @@ class Settings:
     #: side is the dense cosine alone (both chosen on SciFact train, docs/evaluation.md).
     keyword_weight: float | None = None
     #: Share of the semantic side given to soft term matching (0 = dense cosine only).
-    soft_match_share: float = 0.75
+    #: 0.6 chosen across every judged set (docs/evaluation.md; 0.75 on SciFact alone).
+    soft_match_share: float = 0.6
+    #: Keyword arm: weight of a match in the document title and in the heading path, against
+    #: 1 for the section body (SciFact train; re-checked across every judged set).
+    title_boost: float = 0.25
+    heading_boost: float = 0.25
+    #: Keyword arm: a word the query says n times weighs 1 + ln n (long queries, ``similar:``).
+    query_term_frequency: bool = True
+    #: Share of a section's score taken from the best section of its document (0 = none).
+    document_weight: float = 0.4
     #: How many candidates each arm contributes before fusion.
     candidate_depth: int = 200
     #: Passages shown per document in grouped results.

@@ -234,3 +234,99 @@ def test_sample_workspace_eval_with_shipped_model(
         assert 0.0 <= m["ndcg@10"] <= 1.0 and m["recall@100"] > 0.9
     assert modes["hybrid"]["ndcg@10"] >= modes["keyword"]["ndcg@10"]
     assert modes["hybrid"]["ndcg@10"] >= modes["semantic"]["ndcg@10"]
+
+
+def _small_workspace(root: Path) -> None:
+    (root / "notes").mkdir(parents=True)
+    (root / "notes" / "kiln.md").write_text(
+        "# Kiln\n\n## Glazes\n\nCeladon glazes need a reduction atmosphere.\n", encoding="utf-8"
+    )
+    (root / "garden.md").write_text("# Garden\n\nTomatoes need staking.\n", encoding="utf-8")
+
+
+def _pointer_dataset(ds: Path, pointer: str) -> None:
+    ds.mkdir(parents=True)
+    (ds / "workspace").write_text(f"# judged corpus\n{pointer}\n", encoding="utf-8")
+    write_jsonl(ds / "queries.jsonl", [{"_id": "s", "text": "celadon reduction glazes"}])
+    write_qrels(ds / "qrels.tsv", [("s", "notes/kiln:glazes", 1)])
+
+
+def _tar(src: Path, archive: Path) -> str:
+    import hashlib
+    import tarfile
+
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(src, arcname=".")
+    return hashlib.sha256(archive.read_bytes()).hexdigest()
+
+
+def test_workspace_pointer_to_a_folder_found_from_a_parent(
+    tmp_path: Path,
+    fake_embedder,  # type: ignore[no-untyped-def]
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _small_workspace(tmp_path / "shared" / "docs")
+    ds = tmp_path / "repo" / "eval" / "set"
+    _pointer_dataset(ds, "shared/docs")  # not beside the dataset: found from a parent folder
+    monkeypatch.chdir(tmp_path / "repo")
+    report = run_evaluation(
+        Path("eval/set"),  # relative, as typed on the command line
+        settings=Settings(index_dir=tmp_path / "idx"),
+        modes=["keyword"],
+        engine_factory=fake_factory(fake_embedder),
+    )
+    assert report.kind == "workspace" and report.queries == 1
+    assert report.modes["keyword"].ndcg_at_10 == pytest.approx(1.0)
+
+
+def test_workspace_pointer_to_an_archive_is_unpacked_once_and_checked(
+    tmp_path: Path,
+    fake_embedder,  # type: ignore[no-untyped-def]
+) -> None:
+    _small_workspace(tmp_path / "src")
+    digest = _tar(tmp_path / "src", tmp_path / "corpus.tar.gz")
+    ds = tmp_path / "set"
+    _pointer_dataset(ds, f"corpus.tar.gz\nsha256 {digest}")
+    settings = Settings(index_dir=tmp_path / "idx")
+    report = run_evaluation(
+        ds, settings=settings, modes=["keyword"], engine_factory=fake_factory(fake_embedder)
+    )
+    assert report.modes["keyword"].ndcg_at_10 == pytest.approx(1.0)
+    unpacked = tmp_path / "idx" / "workspace"
+    assert (unpacked / "notes" / "kiln.md").is_file()
+    assert (tmp_path / "idx" / "index").is_dir()  # the index sits beside the unpacked tree
+    stamp = (tmp_path / "idx" / "workspace.stamp").stat().st_mtime_ns
+    run_evaluation(
+        ds, settings=settings, modes=["keyword"], engine_factory=fake_factory(fake_embedder)
+    )
+    assert (tmp_path / "idx" / "workspace.stamp").stat().st_mtime_ns == stamp  # not unpacked again
+
+    bad = tmp_path / "bad"
+    _pointer_dataset(bad, f"corpus.tar.gz\nsha256 {'0' * 64}")
+    with pytest.raises(DatasetError, match="sha256"):
+        run_evaluation(
+            bad,
+            settings=Settings(index_dir=tmp_path / "idx2"),
+            modes=["keyword"],
+            engine_factory=fake_factory(fake_embedder),
+        )
+
+
+def test_workspace_pointer_errors(tmp_path: Path, fake_embedder) -> None:  # type: ignore[no-untyped-def]
+    import tarfile
+
+    ds = tmp_path / "missing"
+    _pointer_dataset(ds, "nowhere/corpus.tar.gz")
+    with pytest.raises(DatasetError, match="not found"):
+        run_evaluation(ds, settings=Settings(index_dir=tmp_path / "i1"), modes=["keyword"])
+    evil = tmp_path / "evil.tar.gz"
+    payload = tmp_path / "payload.md"
+    payload.write_text("# x\n", encoding="utf-8")
+    with tarfile.open(evil, "w:gz") as tar:
+        tar.add(payload, arcname="../escaped.md")
+    ds2 = tmp_path / "evil"
+    _pointer_dataset(ds2, "evil.tar.gz")
+    with pytest.raises(DatasetError, match="cannot unpack"):
+        run_evaluation(ds2, settings=Settings(index_dir=tmp_path / "i2"), modes=["keyword"])
+    assert not (tmp_path / "i2" / "escaped.md").exists()
+    assert not (tmp_path / "escaped.md").exists()

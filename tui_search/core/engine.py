@@ -76,9 +76,15 @@ class SearchEngine:
         fusion_params: FusionParams | None = None,
     ) -> None:
         self.settings = settings
-        self.lexical_params = lexical_params or LexicalParams()
+        self.lexical_params = lexical_params or LexicalParams(
+            title_boost=settings.title_boost,
+            heading_boost=settings.heading_boost,
+            query_term_frequency=settings.query_term_frequency,
+        )
         self.fusion = fusion_params or FusionParams(
-            keyword_weight=settings.keyword_weight, soft_share=settings.soft_match_share
+            keyword_weight=settings.keyword_weight,
+            soft_share=settings.soft_match_share,
+            document_weight=settings.document_weight,
         )
         index_dir = settings.resolved_index_dir
         self.workspace = Workspace(settings.workspace, extra_ignored=(index_dir,))

@@ -180,13 +180,127 @@ def split_files(dataset: Path, split: str) -> tuple[Path, Path]:
 def dataset_kind(dataset: Path) -> str:
     if not dataset.is_dir():
         raise DatasetError(f"{dataset} is not a folder")
-    if (dataset / "workspace").is_dir():
+    if (dataset / "workspace").is_dir() or (dataset / "workspace").is_file():
         return "workspace"
     if (dataset / "corpus.jsonl").is_file():
         return "beir"
     raise DatasetError(
         f"{dataset} is neither a BEIR folder (corpus.jsonl) nor a workspace evaluation (workspace/)"
     )
+
+
+# -- workspace pointers ------------------------------------------------------------------------
+#: Longest chain of ``workspace`` pointer files followed before giving up (a loop).
+MAX_POINTER_HOPS = 4
+
+
+def read_pointer(pointer: Path) -> tuple[str, str | None]:
+    """A ``workspace`` pointer file: the first line that is not blank or a ``#`` comment is a
+    path (a folder, or a ``.tar.gz`` archive of the workspace); an optional ``sha256 HEX``
+    line pins an archive's content."""
+    try:
+        lines = pointer.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DatasetError(f"cannot read the workspace pointer {pointer}: {exc}") from exc
+    target: str | None = None
+    digest: str | None = None
+    for raw in lines:
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.lower().startswith("sha256 "):
+            digest = line.split(None, 1)[1].strip().lower()
+        elif target is None:
+            target = line
+    if not target:
+        raise DatasetError(f"the workspace pointer {pointer} names no path")
+    return target, digest
+
+
+def locate(target: str, start: Path) -> Path:
+    """Resolve a pointer's path: absolute as is; relative from ``start``, then from each of
+    its parent folders (so ``shared/corpora/x.tar.gz`` is found from any checkout below the
+    folder that holds ``shared/``)."""
+    path = Path(target).expanduser()
+    if path.is_absolute():
+        if path.exists():
+            return path
+        raise DatasetError(f"the workspace pointer names {path}, which does not exist")
+    start = start.absolute()
+    for base in (start, *start.parents):
+        candidate = base / path
+        if candidate.exists():
+            return candidate
+    raise DatasetError(f"{target} (named by {start / 'workspace'}) is not found from {start}")
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def source_stamp(source: Path, extra: str = "") -> str:
+    """What a generated workspace came from: path, size, mtime (and ``extra``); a changed
+    source makes the stamp differ, so the workspace is made again."""
+    try:
+        st = source.stat()
+    except OSError as exc:
+        raise DatasetError(f"cannot read {source}: {exc.strerror or exc}") from exc
+    stamp = f"{source.resolve()}:{st.st_size}:{st.st_mtime_ns}"
+    return f"{stamp}:{extra}" if extra else stamp
+
+
+def unpack_archive(archive: Path, digest: str | None, target: Path, progress: ProgressFn) -> Path:
+    """Unpack a ``.tar.gz`` workspace once into ``target`` (a stamp records what it came
+    from); members that would land outside ``target`` are refused (tarfile's data filter)."""
+    import shutil
+    import tarfile
+
+    stamp_value = source_stamp(archive, digest or "")
+    stamp = target.parent / "workspace.stamp"
+    if target.is_dir() and stamp.is_file() and stamp.read_text(encoding="utf-8") == stamp_value:
+        return target
+    if digest is not None:
+        actual = sha256_of(archive)
+        if actual != digest:
+            raise DatasetError(
+                f"{archive} has sha256 {actual[:16]}…, the dataset was judged on {digest[:16]}…"
+            )
+    progress(Progress("scan", 0, 0, f"unpacking {archive.name}"))
+    if target.exists():
+        shutil.rmtree(target)
+    target.mkdir(parents=True)
+    try:
+        with tarfile.open(archive, "r:*") as tar:
+            tar.extractall(target, filter="data")
+    except (OSError, tarfile.TarError) as exc:
+        shutil.rmtree(target, ignore_errors=True)
+        raise DatasetError(f"cannot unpack {archive}: {exc}") from exc
+    stamp.write_text(stamp_value, encoding="utf-8")
+    return target
+
+
+def resolve_workspace(
+    dataset: Path, cache: Path | None, progress: ProgressFn
+) -> tuple[Path, Path | None]:
+    """The markdown tree of a workspace evaluation: ``workspace/`` itself (folder or symlink),
+    or what a ``workspace`` pointer file names (a folder, or an archive unpacked into
+    ``cache/workspace`` or the per-user cache). The second value is the folder an unpacked
+    archive's index belongs in (``None``: the workspace's usual index folder)."""
+    entry = dataset / "workspace"
+    for _ in range(MAX_POINTER_HOPS):
+        if entry.is_dir():
+            return entry, None
+        target, digest = read_pointer(entry)
+        found = locate(target, entry.parent)
+        if found.is_file() and found.name.endswith((".tar.gz", ".tgz", ".tar")):
+            base = cache if cache is not None else dataset_cache_dir(found)
+            return unpack_archive(found, digest, base / "workspace", progress), base / "index"
+        entry = found
+    raise DatasetError(f"{dataset / 'workspace'}: more than {MAX_POINTER_HOPS} pointers in a row")
 
 
 # -- BEIR corpus -> markdown workspace ---------------------------------------------------------
@@ -219,11 +333,7 @@ def materialize_beir(corpus: Path, workspace: Path, progress: ProgressFn) -> dic
 
     Returns file path (workspace-relative) -> corpus id.
     """
-    try:
-        st = corpus.stat()
-    except OSError as exc:
-        raise DatasetError(f"cannot read {corpus}: {exc.strerror or exc}") from exc
-    stamp_value = f"{CONVERSION_VERSION}:{corpus.resolve()}:{st.st_size}:{st.st_mtime_ns}"
+    stamp_value = f"{CONVERSION_VERSION}:{source_stamp(corpus)}"
     stamp = workspace.parent / "workspace.stamp"
     id_map_file = workspace.parent / "ids.json"
     if (
@@ -318,9 +428,12 @@ def run_evaluation(
         id_map = materialize_beir(dataset / "corpus.jsonl", workspace, emit)
         run_settings = dataclasses.replace(settings, workspace=workspace, index_dir=base / "index")
     else:
-        workspace = dataset / "workspace"
+        chosen = settings.index_dir.expanduser() if settings.index_dir else None
+        workspace, archive_index = resolve_workspace(dataset, chosen, emit)
         id_map = {}
         run_settings = dataclasses.replace(settings, workspace=workspace.resolve())
+        if archive_index is not None:  # an unpacked archive: its index sits beside it
+            run_settings = dataclasses.replace(run_settings, index_dir=archive_index)
 
     factory = engine_factory or SearchEngine
     engine = factory(run_settings)

@@ -31,6 +31,7 @@ from whoosh.fields import ID, KEYWORD, TEXT, Schema
 from whoosh.scoring import BM25F
 from whoosh.searching import Searcher
 
+from tui_search.config import Settings
 from tui_search.core.bm25 import FastBM25, flatten_disjunction
 from tui_search.core.errors import IndexError_
 from tui_search.core.store import ChunkRecord, vector_key
@@ -140,12 +141,14 @@ class LexicalParams:
     title text scores in both fields: 0.25 + 0.25 keeps titles from drowning the body
     (1.5 + 1.5 cost 0.09 nDCG@10 on SciFact)."""
 
-    title_boost: float = 0.25
-    heading_boost: float = 0.25
+    title_boost: float = Settings.title_boost
+    heading_boost: float = Settings.heading_boost
     tags_boost: float = 1.0
     ident_boost: float = 1.0
     k1: float = 1.2
     b: float = 0.75
+    #: Count repeated query words (``query_term_weights``); off = each word once.
+    query_term_frequency: bool = Settings.query_term_frequency
 
 
 def analyze(text: str) -> list[str]:
@@ -160,6 +163,16 @@ def analyzed_spans(text: str) -> list[tuple[str, int, int]]:
     return [(t.text, t.startchar, t.endchar) for t in analyzer(text, mode="query", chars=True)]
 
 
+def query_term_weights(text: str, repeats: bool = True) -> dict[str, float]:
+    """Each analysed query term (in order) with its weight: ``1 + ln(n)`` for a term the text
+    says ``n`` times when ``repeats`` is on (long queries and ``similar:`` passages repeat
+    what they are about), else 1."""
+    counts: dict[str, int] = {}
+    for t in text_analyzer()(text, mode="query"):
+        counts[t.text] = counts.get(t.text, 0) + 1
+    return {t: (1.0 + math.log(n)) if repeats else 1.0 for t, n in counts.items()}
+
+
 def phrase_terms(text: str) -> list[str]:
     """The analysed terms of a phrase, in the positions the indexer gives them (compound parts
     and removed stop words are numbered exactly as in the index, so the phrase lines up)."""
@@ -169,8 +182,8 @@ def phrase_terms(text: str) -> list[str]:
 def plain_query(text: str, params: LexicalParams) -> Q.Query | None:
     """Words ranked, not all required; identifier-like words also match exactly."""
     clauses: list[Q.Query] = []
-    for term in analyze(text):
-        clause = term_clause(term, params)
+    for term, weight in query_term_weights(text, params.query_term_frequency).items():
+        clause = term_clause(term, params, weight)
         clauses.extend(clause.subqueries if isinstance(clause, Q.Or) else [clause])
     for ident in identifiers_in(text):
         clauses.append(Q.Term("ident", ident, boost=params.ident_boost))
@@ -188,13 +201,13 @@ def flat_or(clauses: list[Q.Query]) -> Q.Or:
     return query
 
 
-def term_clause(term: str, params: LexicalParams) -> Q.Query:
+def term_clause(term: str, params: LexicalParams, weight: float = 1.0) -> Q.Query:
     return Q.Or(
         [
-            Q.Term("body", term),
-            Q.Term("heading", term, boost=params.heading_boost),
-            Q.Term("title", term, boost=params.title_boost),
-            Q.Term("tags", term, boost=params.tags_boost),
+            Q.Term("body", term, boost=weight),
+            Q.Term("heading", term, boost=params.heading_boost * weight),
+            Q.Term("title", term, boost=params.title_boost * weight),
+            Q.Term("tags", term, boost=params.tags_boost * weight),
         ]
     )
 

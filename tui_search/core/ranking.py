@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+
+from tui_search.config import Settings
 
 
 @dataclass(frozen=True)
@@ -18,12 +20,16 @@ class FusionParams:
     adaptive_min_hits: int = 3
     adaptive_keyword_weight: float = 0.4
     #: Share of the semantic side given to soft term matching (``core.softmatch``) when the
-    #: embedder supports it; the rest is the dense cosine. Chosen on SciFact train.
-    soft_share: float = 0.75
+    #: embedder supports it; the rest is the dense cosine (the value lives in ``Settings``).
+    soft_share: float = Settings.soft_match_share
     #: The default keyword weight with soft matching (0.4) and with the cosine alone (0.8),
     #: each chosen on SciFact train (docs/evaluation.md).
     keyword_weight_soft: float = 0.4
     keyword_weight_cosine: float = 0.8
+    #: Share of a section's score taken from the best-scoring section of its document
+    #: (``blend_document``): a section of the document the query is about outranks an equally
+    #: worded section elsewhere. 0 = sections ranked on their own.
+    document_weight: float = Settings.document_weight
 
 
 @dataclass
@@ -39,6 +45,8 @@ class Scored:
     soft: float = 0.0
     soft_norm: float = 0.0
     boost: float = 1.0
+    #: The best score among the candidates of the same document (``blend_document``).
+    document: float = 0.0
     matched_identifiers: list[str] = field(default_factory=list)
 
     def explain(self, weights: tuple[float, float], fusion: str) -> dict[str, object]:
@@ -52,6 +60,7 @@ class Scored:
             "soft_match": round(self.soft, 4),
             "soft_match_norm": round(self.soft_norm, 4),
             "boost": round(self.boost, 4),
+            "document_best": round(self.document, 4),
             "matched_identifiers": list(self.matched_identifiers),
             "weights": {"keyword": round(weights[0], 3), "semantic": round(weights[1], 3)},
             "fusion": fusion,
@@ -161,6 +170,31 @@ def apply_exact_boost(
             s.matched_identifiers = found
             s.boost = factor ** len(found)
             s.score *= s.boost
+
+
+def document_of(key: str) -> str:
+    """The document of a chunk key ``<doc>:<section-slug>#<n>`` (slugs never hold ``:``)."""
+    return key.rsplit("#", 1)[0].rsplit(":", 1)[0]
+
+
+def blend_document(
+    scored: Iterable[Scored], weight: float, doc_of: Callable[[str], str] = document_of
+) -> None:
+    """Interpolate each candidate's score with the best score of its document's candidates:
+    ``(1 - weight) * own + weight * best of the document``. A document's best section keeps
+    its score, so the order of documents (by their best section) is unchanged; within and
+    across documents, sections of strongly matching documents move up. Scores stay 0-1."""
+    if weight <= 0:
+        return
+    items = [(s, doc_of(s.key)) for s in scored]
+    best: dict[str, float] = {}
+    for s, d in items:
+        if s.score > best.get(d, -1.0):
+            best[d] = s.score
+    own = 1.0 - weight
+    for s, d in items:
+        s.document = best[d]
+        s.score = own * s.score + weight * s.document
 
 
 def finalize(scored: list[Scored]) -> list[Scored]:

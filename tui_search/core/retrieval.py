@@ -50,7 +50,14 @@ from tui_search.core.plan import (
     Word,
 )
 from tui_search.core.query import QuerySyntaxError, has_text
-from tui_search.core.ranking import FusionParams, Scored, apply_exact_boost, finalize, fuse
+from tui_search.core.ranking import (
+    FusionParams,
+    Scored,
+    apply_exact_boost,
+    blend_document,
+    finalize,
+    fuse,
+)
 from tui_search.core.softmatch import query_token_weights, soft_match_scores
 from tui_search.core.store import vector_key
 
@@ -406,12 +413,13 @@ class Retriever:
     def fusion_name(self, plan: QueryPlan, fusion: FusionParams) -> str:
         if plan.listing:
             return "fixed"
+        blend = f", document best x{fusion.document_weight:g}" if fusion.document_weight > 0 else ""
         if self.soft_matching(fusion):
             return (
                 f"convex(min-max), semantic side {1 - fusion.soft_share:g} cosine + "
-                f"{fusion.soft_share:g} soft match, exact x{fusion.exact_boost}"
+                f"{fusion.soft_share:g} soft match, exact x{fusion.exact_boost}{blend}"
             )
-        return f"convex(min-max), exact x{fusion.exact_boost}"
+        return f"convex(min-max), exact x{fusion.exact_boost}{blend}"
 
     # -- the pass -------------------------------------------------------------------------
     def rank(self, plan: QueryPlan, mode: Mode, fusion: FusionParams) -> Ranking:
@@ -496,6 +504,7 @@ class Retriever:
         if plan.identifiers and scored:
             texts = store.match_texts(s.key for s in scored)
             apply_exact_boost(scored, texts, list(plan.identifiers), fusion.exact_boost)
+        blend_document(scored, fusion.document_weight)
         return Ranking(order_by_tier(finalize(scored), tiers), weights, name, c.warnings)
 
     # -- resolution ---------------------------------------------------------------------
