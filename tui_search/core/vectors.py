@@ -15,6 +15,9 @@ from usearch.index import Index
 
 from tui_search.core.errors import IndexError_
 
+# a search for at least this share of the index is answered exactly
+EXACT_SHARE = 0.9
+
 
 class VectorIndex:
     def __init__(self, path: Path, dim: int) -> None:
@@ -117,7 +120,13 @@ class VectorIndex:
             n = len(self.index)
             if n == 0 or k <= 0:
                 return []
-            matches = self.index.search(np.asarray(vector, dtype=np.float32), min(k, n))
+            # asked for (nearly) the whole index, the graph walk saves nothing and its answer
+            # depends on the order the vectors were inserted (a process that wrote them and one
+            # that loaded the file would disagree): score them all, exactly and reproducibly
+            exact = k >= EXACT_SHARE * n
+            matches = self.index.search(
+                np.asarray(vector, dtype=np.float32), min(k, n), exact=exact
+            )
             return [
                 (int(key), 1.0 - float(dist))
                 for key, dist in zip(matches.keys, matches.distances, strict=False)
