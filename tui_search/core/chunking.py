@@ -485,21 +485,30 @@ def _split_section(
     min_overlap: int,
 ) -> list[tuple[int, int]]:
     """Line ranges of the chunks of one section body [start, end)."""
-    total = count_tokens("\n".join(lines[start:end]))
-    if total <= max_tokens or end - start <= 1:
+    if end - start <= 1:
         return [(start, end)]
+    # tokens never span lines: each line is counted once, ranges are prefix-sum differences
+    prefix = [0]
+    for line in lines[start:end]:
+        prefix.append(prefix[-1] + count_tokens(line))
+    if prefix[-1] <= max_tokens:
+        return [(start, end)]
+
+    def tokens_in(a: int, b: int) -> int:
+        return prefix[b - start] - prefix[a - start]
+
     # Units: block-level ranges; a unit bigger than max_tokens is cut into line groups.
     lo, hi = bisect.bisect_right(block_starts, start), bisect.bisect_left(block_starts, end)
     cuts = [start, *block_starts[lo:hi], end]
     units: list[tuple[int, int, int]] = []
     for a, b in zip(cuts, cuts[1:], strict=False):
-        size = count_tokens("\n".join(lines[a:b]))
+        size = tokens_in(a, b)
         if size <= max_tokens or b - a <= 1:
             units.append((a, b, size))
             continue
         group_start, group_size = a, 0
         for ln in range(a, b):
-            n = count_tokens(lines[ln])
+            n = tokens_in(ln, ln + 1)
             if group_size and group_size + n > max_tokens:
                 units.append((group_start, ln, group_size))
                 group_start, group_size = ln, 0
@@ -527,7 +536,7 @@ def _split_section(
             ln, back = ln_end, 0
             while ln - 1 > ln_start and back < overlap_target:
                 ln -= 1
-                back += count_tokens(lines[ln])
+                back += tokens_in(ln, ln + 1)
             if back and back <= max_tokens // 2:
                 units[j] = (ln, units[j][1], units[j][2] + back) if ln < units[j][0] else units[j]
             i = j

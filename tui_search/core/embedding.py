@@ -77,6 +77,34 @@ def _dir_fingerprint(path: Path) -> str:
     return h.hexdigest()[:16]
 
 
+#: A text longer than ``max_length`` x this many characters is tokenised from a prefix.
+PREFIX_CHARS_PER_TOKEN = 16
+_WHITESPACE_SPLITTERS = {"BertPreTokenizer", "Whitespace", "WhitespaceSplit"}
+
+
+def _prefix_tokens(model: object) -> int | None:
+    """The model's ``max_length`` when its tokenizer truncates there and splits words at
+    whitespace first (then a prefix cut at whitespace tokenises as the start of the text);
+    None otherwise."""
+    limit = getattr(model, "max_length", None)
+    tokenizer = getattr(model, "tokenizer", None)
+    if not isinstance(limit, int) or limit <= 0 or tokenizer is None:
+        return None
+    truncation = getattr(tokenizer, "truncation", None)
+    if not truncation or truncation.get("max_length") != limit:
+        return None
+    kind = type(getattr(tokenizer, "pre_tokenizer", None)).__name__
+    return limit if kind in _WHITESPACE_SPLITTERS else None
+
+
+def _prefix(text: str, chars: int) -> str:
+    """``text`` cut at the last whitespace before ``chars`` (whole when short or unbroken)."""
+    if len(text) <= chars:
+        return text
+    cut = max(text.rfind(" ", 0, chars), text.rfind("\n", 0, chars), text.rfind("\t", 0, chars))
+    return text[:cut] if cut > 0 else text
+
+
 class Model2VecEmbedder:
     """A model2vec ``StaticModel``. Loads the shipped model unless told otherwise."""
 
@@ -118,6 +146,7 @@ class Model2VecEmbedder:
         probe = self._model.encode(["probe"])
         self._dim = int(np.asarray(probe).shape[-1])
         self._token_matrix: np.ndarray | None = None
+        self._prefix_tokens = _prefix_tokens(self._model)
 
     @property
     def dim(self) -> int:
@@ -138,9 +167,26 @@ class Model2VecEmbedder:
 
     # -- token level (TokenEmbedder) -------------------------------------------------------
     def _tokenize(self, texts: list[str]) -> list[list[int]]:
+        """Token ids of each text, truncated to the model's ``max_length`` as in
+        ``model.encode``. The tokenizer reads a whole text before it truncates, so a long text
+        (a 5 MB one-line file is one chunk) is tokenised from a prefix that ends at whitespace:
+        with a pre-tokenizer that splits at whitespace, the prefix's tokens are the text's
+        first tokens, and a prefix that gives fewer than ``max_length`` is grown (up to the
+        whole text), so the ids are exactly those of the whole text."""
+        limit = self._prefix_tokens
         with self._lock:
-            # the tokenizer carries the model's max_length truncation, as in model.encode
-            return list(self._model.tokenize(list(texts)))
+            if limit is None:
+                return list(self._model.tokenize(list(texts)))
+            budget = limit * PREFIX_CHARS_PER_TOKEN
+            work = [_prefix(t, budget) for t in texts]
+            ids = list(self._model.tokenize(work))
+            for i, text in enumerate(texts):
+                grown = budget
+                while len(work[i]) < len(text) and len(ids[i]) < limit:
+                    grown *= 4
+                    work[i] = _prefix(text, grown)
+                    ids[i] = self._model.tokenize([work[i]])[0]
+            return ids
 
     @staticmethod
     def _distinct(ids: list[list[int]]) -> list[np.ndarray]:
@@ -154,15 +200,23 @@ class Model2VecEmbedder:
             return np.zeros((0, self._dim), dtype=np.float32), []
         ids = self._tokenize(texts)
         weights = getattr(self._model, "weights", None)
+        if weights is not None:
+            weights = np.asarray(weights, dtype=np.float32)
         out = np.zeros((len(ids), self._dim), dtype=np.float32)
+        distinct: list[np.ndarray] = []
         for i, id_list in enumerate(ids):
-            if id_list:
-                arr = np.asarray(id_list, dtype=np.int64)
-                rows = self._rows(arr)
-                if weights is not None:
-                    rows = rows * np.asarray(weights)[arr][:, None]
-                out[i] = rows.mean(axis=0)
-        return normalize_rows(out), self._distinct(ids)
+            if not id_list:
+                distinct.append(np.zeros(0, dtype=np.int32))
+                continue
+            # the mean of the token rows as a count-weighted sum of the distinct rows (the
+            # distinct ids are what the soft match stores): about half the rows gathered
+            uniq, counts = np.unique(np.asarray(id_list, dtype=np.int64), return_counts=True)
+            w = counts.astype(np.float32)
+            if weights is not None:
+                w = w * weights[uniq]
+            out[i] = (w @ self._rows(uniq)) / len(id_list)
+            distinct.append(uniq.astype(np.int32))
+        return normalize_rows(out), distinct
 
     def query_tokens(self, text: str) -> list[tuple[int, int, int]]:
         with self._lock:

@@ -15,18 +15,20 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from tui_search.config import Settings
-from tui_search.core.chunking import Chunk, doc_id_for, parse_document
+from tui_search.core.chunking import Chunk, doc_id_for
 from tui_search.core.embedding import Embedder, TokenEmbedder
 from tui_search.core.index import SearchIndex, WriterLock
 from tui_search.core.lexical import LexicalIndex
+from tui_search.core.parse_jobs import ParseJob, run_jobs
 from tui_search.core.store import ChunkRecord, FileRecord, Store, vector_key
 from tui_search.core.vectors import VectorIndex
-from tui_search.core.workspace import FileInfo, Skipped, Workspace, read_file
+from tui_search.core.workspace import FileInfo, Skipped, Workspace
 
 ProgressCallback = Callable[["Progress"], None]
 EMBED_BATCH = 2048
@@ -271,63 +273,69 @@ class Indexer:
         batch_chunks = batch_chars = 0
         force_left = set(force or ())
         total = len(to_check)
-        for i, info in enumerate(to_check):
+        jobs: list[ParseJob] = []
+        for info in to_check:
+            old = known.get(info.rel_path)
+            doc = self._doc_for(info.rel_path, exists)
+            reuse = old is not None and old.doc == doc and info.rel_path not in (force or ())
+            jobs.append(
+                ParseJob(
+                    info,
+                    doc,
+                    old.hash if reuse and old is not None else None,
+                    self.max_file_bytes,
+                    self.max_tokens,
+                    self.min_overlap,
+                    self.max_sections,
+                )
+            )
+        for i, outcome in enumerate(run_jobs(jobs)):
+            info = outcome.job.info
             if batch_chunks >= INDEX_BATCH_CHUNKS or batch_chars >= INDEX_BATCH_CHARS:
                 self._write(parsed, [], touched, report, emit, force_left, last=False)
                 parsed, touched = [], []
                 batch_chunks = batch_chars = 0
             if i % 50 == 0:
                 emit(Progress("parse", i, total, info.rel_path))
-            try:
-                result = read_file(info, self.max_file_bytes)
-            except FileNotFoundError:
+            if outcome.vanished:
                 if info.rel_path in known:
                     removed.append(info.rel_path)
                 continue  # vanished mid-read: the watcher reports the delete
-            except (OSError, ValueError) as exc:
-                reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-                skipped.append(Skipped(info.rel_path, reason))
+            if outcome.error is not None:
+                skipped.append(Skipped(info.rel_path, outcome.error))
                 continue
             old = known.get(info.rel_path)
-            doc = self._doc_for(info.rel_path, exists)
-            unchanged = old is not None and old.hash == result.raw_hash and old.doc == doc
-            if unchanged and old is not None and info.rel_path not in (force or ()):
+            parsed_doc = outcome.parsed
+            if parsed_doc is None:  # the same bytes as indexed: only size and mtime are new
+                assert old is not None
                 touched.append(
                     FileRecord(**{**old.__dict__, "size": info.size, "mtime_ns": info.mtime_ns})
                 )
                 continue
-            parsed_doc = parse_document(
-                result.text,
-                info.rel_path,
-                doc=doc,
-                max_tokens=self.max_tokens,
-                min_overlap=self.min_overlap,
-                max_sections=self.max_sections,
-            )
             warnings = list(parsed_doc.warnings)
-            if result.cut_note:
-                warnings.insert(0, result.cut_note)
-            if result.encoding != "utf-8":
-                warnings.append(f"not valid UTF-8; decoded as {result.encoding}")
+            if outcome.cut_note:
+                warnings.insert(0, outcome.cut_note)
+            if outcome.encoding != "utf-8":
+                warnings.append(f"not valid UTF-8; decoded as {outcome.encoding}")
             for w in warnings:
                 skipped.append(Skipped(info.rel_path, f"indexed with a warning: {w}"))
             record = FileRecord(
                 path=info.rel_path,
-                doc=doc,
+                doc=outcome.job.doc,
                 size=info.size,
                 mtime_ns=info.mtime_ns,
-                hash=result.raw_hash,
+                hash=outcome.raw_hash,
                 title=parsed_doc.title,
                 tags=parsed_doc.tags,
                 links=parsed_doc.links,
                 parent=parsed_doc.parent,
-                encoding=result.encoding,
+                encoding=outcome.encoding,
                 warnings=tuple(warnings),
                 anchors=tuple(parsed_doc.anchors.items()),
             )
             parsed.append((record, parsed_doc.chunks))
             batch_chunks += len(parsed_doc.chunks)
-            batch_chars += len(result.text)
+            batch_chars += outcome.text_chars
         emit(Progress("parse", total, total))
         self._write(parsed, removed, touched, report, emit, force_left, last=True)
 
@@ -405,17 +413,27 @@ class Indexer:
 
         emit(Progress("write", 0, 1, "writing indexes"))
         records = [chunk_record(c) for c in new_chunks if c.key in lexical_add]
-        self.lexical.write(lexical_delete_paths, records, delete_keys=lexical_delete_keys)
-        self.vectors.remove(old_vkeys)
-        if records:
-            self.vectors.upsert(
-                np.array([r.vkey for r in records], dtype=np.uint64),
-                np.stack([new_vectors[r.key] for r in records]),
-            )
-        if missing:
-            self.vectors.upsert(
-                np.array([r.vkey for r in missing], dtype=np.uint64), np.asarray(missing_vectors)
-            )
+
+        def write_vectors() -> None:
+            self.vectors.remove(old_vkeys)
+            if records:
+                self.vectors.upsert(
+                    np.array([r.vkey for r in records], dtype=np.uint64),
+                    np.stack([new_vectors[r.key] for r in records]),
+                )
+            if missing:
+                self.vectors.upsert(
+                    np.array([r.vkey for r in missing], dtype=np.uint64),
+                    np.asarray(missing_vectors),
+                )
+
+        # the vector graph is built (native code, the GIL released) while Whoosh writes
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="vectors") as pool:
+            vectors_done = pool.submit(write_vectors)
+            try:
+                self.lexical.write(lexical_delete_paths, records, delete_keys=lexical_delete_keys)
+            finally:
+                vectors_done.result()
         # the vector file is not rewritten: the touched vector keys are logged with the rows
         # (O(change)); other processes replay the log, and it is folded into the file now and then
         touched_vkeys = [*old_vkeys, *(r.vkey for r in records), *(r.vkey for r in missing)]

@@ -20,6 +20,8 @@ import numpy as np
 from whoosh import index as whoosh_index
 from whoosh import query as Q
 from whoosh.analysis import (
+    STOP_WORDS,
+    Analyzer,
     Filter,
     LowercaseFilter,
     RegexTokenizer,
@@ -28,8 +30,11 @@ from whoosh.analysis import (
     Token,
 )
 from whoosh.fields import ID, KEYWORD, TEXT, Schema
+from whoosh.formats import Frequency, Positions
+from whoosh.lang.porter import stem as porter_stem
 from whoosh.scoring import BM25F
 from whoosh.searching import Searcher
+from whoosh.system import pack_uint
 
 from tui_search.config import Settings
 from tui_search.core.bm25 import FastBM25, flatten_disjunction
@@ -46,6 +51,8 @@ _IDENT_RE = re.compile(_IDENT_TOKEN)
 
 def is_identifier(token: str) -> bool:
     """camelCase, PascalCase with inner capitals, snake_case, dotted, or letters with digits."""
+    if token.isalpha() and (token.islower() or token.isupper() or token.istitle()):
+        return False  # the common case, a plain word: decided without looking at each letter
     if len(token) < 2 or not any(c.isalpha() for c in token):
         return False
     core = token.strip("_.")
@@ -79,7 +86,8 @@ def split_compound(token: str) -> list[str]:
 
 
 class CompoundFilter(Filter):
-    """Emit a compound token whole, then its parts at the same position."""
+    """Emit a compound token whole, then its parts at the same position. (The filter chain of
+    indexes written before the fused analyzers; kept so that their schemas still load.)"""
 
     def __call__(self, tokens: Iterator[Token]) -> Iterator[Token]:
         for t in tokens:
@@ -92,7 +100,8 @@ class CompoundFilter(Filter):
 
 
 class IdentifierFilter(Filter):
-    """Keep only identifier-like tokens (case preserved) for the exact-term field."""
+    """Keep only identifier-like tokens (case preserved) for the exact-term field. (Kept so
+    that the schemas of indexes written before the fused analyzers still load.)"""
 
     def __call__(self, tokens: Iterator[Token]) -> Iterator[Token]:
         for t in tokens:
@@ -100,7 +109,247 @@ class IdentifierFilter(Filter):
                 yield t
 
 
-def text_analyzer():  # noqa: ANN201 - whoosh analyzers are untyped
+_WORD_RE = re.compile(r"\w+(?:[.:]\w+)*")
+_STEM_CACHE_MAX = 200_000
+
+
+def _words(
+    pattern: re.Pattern[str], value: str, tokenize: bool, chars: bool
+) -> tuple[list[str], list[tuple[int, int]] | None]:
+    """The tokens of ``value`` (``findall``: the fast path) and, when ``chars``, their spans."""
+    if not tokenize:
+        return [value], [(0, len(value))] if chars else None
+    if chars:
+        found = list(pattern.finditer(value))
+        return [m.group() for m in found], [m.span() for m in found]
+    return pattern.findall(value), None
+
+
+class TextAnalyzer(Analyzer):
+    """The analyzer of the text fields in one pass: ``\\w+`` words (with inner ``.``/``:``),
+    compound words also split into their parts, lowercased, English stop words removed, Porter
+    stemmed. Yields exactly the tokens of the chain ``RegexTokenizer | CompoundFilter |
+    LowercaseFilter | StopFilter(minsize=1) | StemFilter`` (a test compares them), 2-3x faster:
+    one generator instead of five, and a plain dict in front of the stemmer."""
+
+    is_morph = True
+
+    def __init__(self) -> None:
+        self.stops = STOP_WORDS
+        self._stems: dict[str, str] = {}
+
+    def __eq__(self, other: object) -> bool:
+        return other is not None and other.__class__ is self.__class__
+
+    def __hash__(self) -> int:
+        return hash(self.__class__)
+
+    def __reduce__(self) -> tuple[type[TextAnalyzer], tuple[()]]:
+        return (TextAnalyzer, ())  # pickled in the schema without its stem cache
+
+    def has_morph(self) -> bool:
+        return True
+
+    def _stem(self, word: str) -> str:
+        stems = self._stems
+        got = stems.get(word)
+        if got is None:
+            if len(stems) >= _STEM_CACHE_MAX:
+                stems.clear()
+            got = stems[word] = porter_stem(word)
+        return got
+
+    def index_terms(self, value: str) -> list[tuple[str, int]]:
+        """(term, position) of each token ``self(value, positions=True)`` yields, without
+        building tokens: the indexing path (:class:`FastPositions`, :class:`FastFrequency`)."""
+        stops = self.stops
+        stems = self._stems
+        stem = self._stem
+        out: list[tuple[str, int]] = []
+        pos = -1
+        first = True
+        for i, word in enumerate(_WORD_RE.findall(value)):
+            if word.isalnum() and (word.islower() or word.isupper() or word.isdigit()):
+                text = word.lower()
+                if text in stops:
+                    continue
+                pos = i if first else pos + 1
+                first = False
+                got = stems.get(text)
+                out.append((got if got is not None else stem(text), pos))
+                continue
+            for piece in (word, *split_compound(word)):
+                text = piece.lower()
+                if not text or text in stops:
+                    continue
+                pos = i if first else pos + 1
+                first = False
+                got = stems.get(text)
+                out.append((got if got is not None else stem(text), pos))
+        return out
+
+    def __call__(  # noqa: PLR0912, PLR0915 - one loop on purpose: this is the hot path
+        self,
+        value: str,
+        positions: bool = False,
+        chars: bool = False,
+        keeporiginal: bool = False,
+        removestops: bool = True,
+        start_pos: int = 0,
+        start_char: int = 0,
+        tokenize: bool = True,
+        mode: str = "",
+        no_morph: bool = False,
+        **kwargs: object,
+    ) -> Iterator[Token]:
+        t = Token(positions, chars, removestops=removestops, mode=mode, **kwargs)
+        stops = self.stops
+        stems = self._stems
+        stem = self._stem
+        pos: int | None = None  # the position of the last token kept (StopFilter's renumber)
+        words, spans = _words(_WORD_RE, value, tokenize, chars)
+        for i, word in enumerate(words):
+            t.boost = 1.0
+            t.stopped = False
+            if keeporiginal:
+                t.original = word
+            if positions:
+                t.pos = start_pos + i
+            if spans:
+                start, end = spans[i]
+                t.startchar = start_char + start
+                t.endchar = start_char + end
+            if word.isalnum() and (word.islower() or word.isupper() or word.isdigit()):
+                pieces: list[str] = [word]
+            else:
+                pieces = [word, *split_compound(word)]
+            for piece in pieces:
+                text = piece.lower()
+                if not text or text in stops:  # StopFilter(minsize=1)
+                    if not removestops:
+                        t.text = text
+                        t.stopped = True
+                        yield t
+                    continue
+                if positions:
+                    if pos is None:
+                        pos = t.pos
+                    else:
+                        pos += 1
+                        t.pos = pos
+                t.stopped = False
+                if not no_morph:
+                    got = stems.get(text)
+                    text = got if got is not None else stem(text)
+                t.text = text
+                yield t
+
+
+class IdentifierAnalyzer(Analyzer):
+    """The exact-identifier field's analyzer in one pass: identifier-like tokens only, case
+    kept (the tokens of ``RegexTokenizer(_IDENT_TOKEN) | IdentifierFilter``, faster)."""
+
+    def __eq__(self, other: object) -> bool:
+        return other is not None and other.__class__ is self.__class__
+
+    def __hash__(self) -> int:
+        return hash(self.__class__)
+
+    def __reduce__(self) -> tuple[type[IdentifierAnalyzer], tuple[()]]:
+        return (IdentifierAnalyzer, ())
+
+    def index_terms(self, value: str) -> list[tuple[str, int]]:
+        """(term, position) of each identifier ``self(value, positions=True)`` yields."""
+        return [(w, i) for i, w in enumerate(_IDENT_RE.findall(value)) if is_identifier(w)]
+
+    def __call__(
+        self,
+        value: str,
+        positions: bool = False,
+        chars: bool = False,
+        keeporiginal: bool = False,
+        removestops: bool = True,
+        start_pos: int = 0,
+        start_char: int = 0,
+        tokenize: bool = True,
+        mode: str = "",
+        **kwargs: object,
+    ) -> Iterator[Token]:
+        t = Token(positions, chars, removestops=removestops, mode=mode, **kwargs)
+        words, spans = _words(_IDENT_RE, value, tokenize, chars)
+        for i, word in enumerate(words):
+            if not is_identifier(word):
+                continue
+            t.text = word
+            t.boost = 1.0
+            t.stopped = False
+            if keeporiginal:
+                t.original = word
+            if positions:
+                t.pos = start_pos + i
+            if spans:
+                start, end = spans[i]
+                t.startchar = start_char + start
+                t.endchar = start_char + end
+            yield t
+
+
+def _fast_terms(value: object, analyzer: object, kwargs: dict[str, object]) -> list | None:
+    """The (term, position) list of the fused analyzers' indexing path, or None when the call
+    is not a plain indexing of one string by one of them (then Whoosh's own path runs)."""
+    index_terms = getattr(analyzer, "index_terms", None)
+    if index_terms is None or not isinstance(value, str) or kwargs.keys() - {"mode"}:
+        return None
+    terms: list[tuple[str, int]] = index_terms(value)
+    return terms
+
+
+class FastPositions(Positions):
+    """Whoosh's ``Positions`` postings, filled from :meth:`TextAnalyzer.index_terms` (no
+    token objects, no filter generators): the same bytes, a fraction of the time."""
+
+    def word_values(self, value, analyzer, **kwargs):  # noqa: ANN001, ANN201 - whoosh's signature
+        terms = _fast_terms(value, analyzer, kwargs)
+        if terms is None:
+            yield from super().word_values(value, analyzer, **kwargs)
+            return
+        poses: dict[str, list[int]] = {}
+        for term, pos in terms:
+            got = poses.get(term)
+            if got is None:
+                poses[term] = [pos]
+            else:
+                got.append(pos)
+        fb = self.field_boost
+        encode = self.encode
+        for term, poslist in poses.items():
+            yield (term, len(poslist), float(len(poslist)) * fb, encode(poslist))
+
+
+class FastFrequency(Frequency):
+    """Whoosh's ``Frequency`` postings, filled from the fused analyzers' ``index_terms``."""
+
+    def word_values(self, value, analyzer, **kwargs):  # noqa: ANN001, ANN201 - whoosh's signature
+        terms = _fast_terms(value, analyzer, kwargs)
+        if terms is None:
+            yield from super().word_values(value, analyzer, **kwargs)
+            return
+        freqs: dict[str, int] = {}
+        for term, _ in terms:
+            freqs[term] = freqs.get(term, 0) + 1
+        fb = self.field_boost
+        for term, freq in freqs.items():
+            yield (term, freq, float(freq) * fb, pack_uint(freq))
+
+
+def _text_field(analyzer: Analyzer, *, phrase: bool) -> TEXT:
+    field = TEXT(analyzer=analyzer, phrase=phrase)
+    field.format = (FastPositions if phrase else FastFrequency)(field_boost=1.0)
+    return field
+
+
+def chained_text_analyzer():  # noqa: ANN201 - whoosh analyzers are untyped
+    """The filter chain :class:`TextAnalyzer` fuses (the reference its tests compare with)."""
     return (
         RegexTokenizer(r"\w+(?:[.:]\w+)*")
         | CompoundFilter()
@@ -110,8 +359,20 @@ def text_analyzer():  # noqa: ANN201 - whoosh analyzers are untyped
     )
 
 
-def identifier_analyzer():  # noqa: ANN201 - whoosh analyzers are untyped
+def chained_identifier_analyzer():  # noqa: ANN201 - whoosh analyzers are untyped
     return RegexTokenizer(_IDENT_TOKEN) | IdentifierFilter()
+
+
+_ANALYZER = TextAnalyzer()
+
+
+def text_analyzer() -> TextAnalyzer:
+    """The text fields' analyzer (one shared instance: its stem cache serves every query)."""
+    return _ANALYZER
+
+
+def identifier_analyzer() -> IdentifierAnalyzer:
+    return IdentifierAnalyzer()
 
 
 def make_schema() -> Schema:
@@ -122,10 +383,10 @@ def make_schema() -> Schema:
         doc=ID(stored=False),
         folders=KEYWORD(commas=True, lowercase=False),
         tags=KEYWORD(commas=True, lowercase=True, scorable=True),
-        title=TEXT(analyzer=analyzer, phrase=False),
-        heading=TEXT(analyzer=analyzer, phrase=False),
-        body=TEXT(analyzer=analyzer, phrase=True),
-        ident=TEXT(analyzer=identifier_analyzer(), phrase=False),
+        title=_text_field(analyzer, phrase=False),
+        heading=_text_field(analyzer, phrase=False),
+        body=_text_field(analyzer, phrase=True),
+        ident=_text_field(identifier_analyzer(), phrase=False),
     )
 
 

@@ -1,0 +1,77 @@
+"""Read and parse the files the indexer writes, one at a time.
+
+(Parsing in worker processes was measured on the 2-core machine: the Whoosh writer processes
+already use both cores, so parse workers only competed with them — 61 s became 79 s on the
+pathological workspace — and a library caller's script would need a ``__main__`` guard.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from tui_search.core.chunking import ParsedDocument, parse_document
+from tui_search.core.workspace import FileInfo, read_file
+
+
+@dataclass(frozen=True)
+class ParseJob:
+    info: FileInfo
+    doc: str
+    #: the stored hash of the file's bytes: when they still hash to it, parsing is skipped
+    known_hash: str | None
+    max_file_bytes: int
+    max_tokens: int
+    min_overlap: int
+    max_sections: int | None
+
+
+@dataclass(frozen=True)
+class ParseOutcome:
+    """What reading and parsing one file gave (``parsed`` is None when unchanged or failed)."""
+
+    job: ParseJob
+    vanished: bool = False  # deleted between the listing and the read
+    error: str | None = None  # unreadable: the reason
+    raw_hash: str = ""
+    encoding: str = "utf-8"
+    text_chars: int = 0
+    cut_note: str | None = None
+    parsed: ParsedDocument | None = None
+
+    @property
+    def unchanged(self) -> bool:
+        return self.error is None and not self.vanished and self.parsed is None
+
+
+def run_job(job: ParseJob) -> ParseOutcome:
+    try:
+        result = read_file(job.info, job.max_file_bytes)
+    except FileNotFoundError:
+        return ParseOutcome(job, vanished=True)
+    except (OSError, ValueError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        return ParseOutcome(job, error=reason)
+    common = {
+        "raw_hash": result.raw_hash,
+        "encoding": result.encoding,
+        "text_chars": len(result.text),
+        "cut_note": result.cut_note,
+    }
+    if job.known_hash is not None and job.known_hash == result.raw_hash:
+        return ParseOutcome(job, **common)  # type: ignore[arg-type]
+    parsed = parse_document(
+        result.text,
+        job.info.rel_path,
+        doc=job.doc,
+        max_tokens=job.max_tokens,
+        min_overlap=job.min_overlap,
+        max_sections=job.max_sections,
+    )
+    return ParseOutcome(job, parsed=parsed, **common)  # type: ignore[arg-type]
+
+
+def run_jobs(jobs: Sequence[ParseJob]) -> Iterator[ParseOutcome]:
+    """The outcome of each job, in order, one file at a time (memory: one parsed file)."""
+    for job in jobs:
+        yield run_job(job)
