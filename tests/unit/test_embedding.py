@@ -1,0 +1,58 @@
+"""The embedder's fast paths give what model2vec gives: long texts tokenised from a prefix
+(the ids of the whole text), the model folder loaded directly (the model from_pretrained builds)."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from tui_search.core.embedding import DEFAULT_MODEL_DIR, PREFIX_CHARS_PER_TOKEN, Model2VecEmbedder
+
+
+@pytest.fixture(scope="module")
+def embedder() -> Model2VecEmbedder:
+    return Model2VecEmbedder()
+
+
+def _long_texts() -> list[str]:
+    rng = random.Random(3)
+    words = ["index", "searching", "getUserById", "naïve", "日本語", "🎉", "x" * 150, "a,b", "--"]
+    budget = 512 * PREFIX_CHARS_PER_TOKEN
+    return [
+        " ".join(rng.choice(words) for _ in range(5_000)),  # long prose: a prefix suffices
+        "word " * 50 + "y" * (budget * 2),  # no whitespace after the start: the whole text
+        "\U0001f389 " * (budget // 2) + "tail words here",  # unknown tokens: the prefix grows
+        "e\u0301\u0302" * (budget // 3) + " end",
+        "short text",
+        "\n".join("line with words" for _ in range(3_000)),
+    ]
+
+
+def test_prefix_tokenisation_equals_whole_text(embedder: Model2VecEmbedder) -> None:
+    texts = _long_texts()
+    assert embedder._prefix_tokens == 512
+    whole = embedder._model.tokenize(texts)  # the tokenizer truncates after reading it all
+    assert embedder._tokenize(texts) == whole
+
+
+def test_model_folder_loads_as_from_pretrained_does(embedder: Model2VecEmbedder) -> None:
+    """The direct folder loader builds the model ``StaticModel.from_pretrained`` builds."""
+    from model2vec import StaticModel
+
+    ours = embedder._model
+    theirs = StaticModel.from_pretrained(str(DEFAULT_MODEL_DIR))
+    assert np.array_equal(ours.embedding, theirs.embedding)
+    assert ours.embedding.dtype == theirs.embedding.dtype
+    for name in ("weights", "token_mapping"):
+        a, b = getattr(ours, name), getattr(theirs, name)
+        assert (a is None and b is None) or np.array_equal(a, b)
+    assert (ours.max_length, ours.normalize, ours.unk_token_id) == (
+        theirs.max_length,
+        theirs.normalize,
+        theirs.unk_token_id,
+    )
+    assert ours.tokenizer.to_str() == theirs.tokenizer.to_str()
+    texts = ["deploy rollback", "getUserById returns None", *_long_texts()[:2]]
+    assert np.array_equal(ours.encode(texts), theirs.encode(texts))
