@@ -63,8 +63,9 @@ class Settings:
     #: Overlap between consecutive chunks of one section (at least this many tokens, ~10%).
     min_overlap_tokens: int = 50
     #: Files larger than this are indexed up to this size, cut at a line break; the skip
-    #: report says so. (Parsing markdown costs about 1 s a megabyte.)
-    max_file_bytes: int = 5 * 1024 * 1024
+    #: report says so. Indexing costs about 2 s of CPU a megabyte (parse, Whoosh, vectors); the
+    #: largest page of the PowerShell docs is 84 KB, of the Rust RFCs 172 KB.
+    max_file_bytes: int = 2_000_000
     #: Headings past this many in one file no longer start sections: their text is indexed
     #: as part of the section before them, and the skip report says so.
     max_sections_per_file: int = 2000
