@@ -56,3 +56,13 @@ def test_model_folder_loads_as_from_pretrained_does(embedder: Model2VecEmbedder)
     assert ours.tokenizer.to_str() == theirs.tokenizer.to_str()
     texts = ["deploy rollback", "getUserById returns None", *_long_texts()[:2]]
     assert np.array_equal(ours.encode(texts), theirs.encode(texts))
+
+
+def test_token_vectors_are_the_normalised_rows(embedder: Model2VecEmbedder) -> None:
+    from tui_search.core.embedding import normalize_rows
+
+    ids = np.array([0, 5, 101, 2000, 29_000, 101])
+    want = normalize_rows(embedder._rows(ids))
+    assert np.allclose(embedder.token_vectors(ids), want, atol=1e-6)
+    norms = np.linalg.norm(embedder.token_vectors(ids), axis=1)
+    assert np.allclose(norms[norms > 0], 1.0, atol=1e-5)  # special tokens have zero rows

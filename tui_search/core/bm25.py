@@ -61,6 +61,28 @@ class _Segment:
     lengths: dict[str, np.ndarray]
 
 
+def _length_bytes(column: Any, n: int) -> np.ndarray:
+    """The byte-coded field length of each of ``n`` documents: read in one slice of the
+    segment file when the column is Whoosh's fixed one-byte numeric column (what the whoosh3
+    codec writes), else one document at a time (about 2 us each: 0.15 s on a first search of
+    69k chunks)."""
+    count = getattr(column, "_count", None)
+    dbfile = getattr(column, "_dbfile", None)
+    if (
+        getattr(column, "_typecode", None) == "B"
+        and getattr(column, "_fixedlen", None) == 1
+        and isinstance(count, int)
+        and dbfile is not None
+    ):
+        count = min(count, n)
+        raw = np.frombuffer(bytes(dbfile.get(column._basepos, count)), dtype=np.uint8)
+        if count < n:
+            fill = np.full(n - count, int(getattr(column, "_default", 0) or 0), dtype=np.uint8)
+            raw = np.concatenate([raw, fill])
+        return raw
+    return np.fromiter((column[i] for i in range(n)), dtype=np.uint8, count=n)
+
+
 class FastBM25:
     """BM25F over one Whoosh searcher's segments; caches per-segment arrays by segment id."""
 
@@ -140,7 +162,7 @@ class FastBM25:
 
                 column = perdoc._cached_reader(_lenfield(field), LENGTHS_COLUMN)
             if column is not None:
-                raw = np.fromiter((column[i] for i in range(n)), dtype=np.uint8, count=n)
+                raw = _length_bytes(column, n)
                 arr = _BYTE_TO_LENGTH[raw]
                 arr[raw == 0] = 0.0
             else:

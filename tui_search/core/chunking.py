@@ -14,12 +14,12 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
-import yaml
-from markdown_it import MarkdownIt
-from markdown_it.token import Token
+if TYPE_CHECKING:  # markdown-it and yaml load on the first parse: a search never needs them
+    from markdown_it import MarkdownIt
+    from markdown_it.token import Token
 
 PREAMBLE_SLUG = "_preamble"
 
@@ -112,6 +112,8 @@ _MARKS_RE = re.compile(r"[\[\]*_`<>!&\\~|]")
 
 @lru_cache(maxsize=1)
 def _markdown() -> MarkdownIt:
+    from markdown_it import MarkdownIt
+
     md = MarkdownIt("commonmark", {"html": True}).enable("table").enable("strikethrough")
     md.disable(["inline", "text_join"])  # run per inline token, within the budget
     return md
@@ -120,6 +122,8 @@ def _markdown() -> MarkdownIt:
 def _parse_inline(tokens: list[Token], env: dict[str, Any]) -> int:
     """Parse the inline tokens' markup within the limits above; returns how many were left as
     plain text."""
+    from markdown_it.token import Token
+
     md = _markdown()
     budget = INLINE_MARK_BUDGET
     plain = 0
@@ -162,6 +166,8 @@ def split_front_matter(text: str) -> tuple[dict[str, Any], str, int, str | None]
     if not m:
         return {}, text, 0, None
     raw = m.group(1) or ""
+    import yaml
+
     try:
         data = yaml.safe_load(raw) if raw.strip() else {}
     except yaml.YAMLError as exc:

@@ -209,7 +209,7 @@ class SearchEngine:
                     ignore_files.append(IgnoreFile(f"{rel_dir}/{name}".lstrip("/"), rules))
         builtin = [
             "hidden files and folders (.*)",
-            f"files over {self.settings.max_file_bytes} bytes",
+            f"what a file holds past {self.settings.max_file_bytes / 1e6:g} MB (max_file_bytes)",
         ]
         try:
             index_rel = Path(self.index_dir).resolve().relative_to(root.resolve()).as_posix()
