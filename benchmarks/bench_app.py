@@ -1,4 +1,13 @@
-"""How long keystrokes take to echo in the query bar while a 10,000-line document loads.
+"""The app as the user waits for it.
+
+``--workspace DIR --index-dir DIR`` (issue 13): on a real, up-to-date index with the shipped
+model, types each query into the query bar under Pilot and times **from the debounce timer
+firing to the results painted** (the first screen update after the results are applied: the
+search worker, the page of 50 with snippets, the results list and the repaint), p50/p95, flat
+and grouped. The queries are the corpus' own headings (bench_search.py's sample).
+
+Without ``--workspace``: how long keystrokes take to echo in the query bar while a 10,000-line
+document loads.
 
 Opens a generated workspace with one 10,000-line markdown document under ``App.run_test``,
 selects a section deep inside it (so the preview starts rendering it in a worker) and types
@@ -103,6 +112,55 @@ async def measure(root: Path, window: int | None, keys: int) -> dict[str, float 
     return {"idle": idle, "loading": loading, "loaded": loaded, "lines": rendered_lines}
 
 
+async def debounce_to_paint(
+    workspace: Path, index_dir: Path, queries: list[str], grouped: bool
+) -> list[float]:
+    """ms from the debounce firing to the first repaint after the results are applied."""
+    app = make_app(
+        Settings(workspace=workspace, index_dir=index_dir),
+        watch=False,
+        show_timing=False,
+        cursor_blink=False,
+    )
+    marks: dict[str, float] = {}
+    painted: list[float] = []
+    real_display = app._display
+
+    def display(screen, renderable):  # type: ignore[no-untyped-def]
+        real_display(screen, renderable)
+        if "applied" in marks and "painted" not in marks:
+            marks["painted"] = time.perf_counter()
+
+    app._display = display  # type: ignore[method-assign]
+    async with app.run_test(size=(160, 50)) as pilot:
+        while not app.index_ready or app.busy:
+            await pilot.pause(0.05)
+        screen = app.search_screen
+        if screen.grouped != grouped:
+            screen.grouped = grouped
+        fire, show = screen._debounced_search, screen.results.show_results
+
+        def fired() -> None:
+            marks["fired"] = time.perf_counter()
+            fire()
+
+        def shown(*args, **kwargs):  # type: ignore[no-untyped-def]
+            # called by the screen's SearchDone handler once the request is the current one
+            show(*args, **kwargs)
+            if "fired" in marks:
+                marks["applied"] = time.perf_counter()
+
+        screen._debounced_search = fired  # type: ignore[method-assign]
+        screen.results.show_results = shown  # type: ignore[method-assign]
+        for q in queries:
+            marks.clear()
+            screen.query_input.value = q
+            while "painted" not in marks:
+                await pilot.pause(0.001)
+            painted.append((marks["painted"] - marks["fired"]) * 1000)
+    return painted
+
+
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
@@ -111,7 +169,29 @@ def pct(values: list[float], q: float) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keys", type=int, default=20)
+    parser.add_argument("--workspace", type=Path, help="a real workspace (issue 13 mode)")
+    parser.add_argument("--index-dir", type=Path)
+    parser.add_argument("--queries", type=int, default=40)
     args = parser.parse_args()
+    if args.workspace is not None:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from bench_search import natural_queries
+
+        engine = SearchEngine(Settings(workspace=args.workspace, index_dir=args.index_dir))
+        if engine.stats().chunks == 0:
+            engine.sync()
+        queries = natural_queries(engine, args.queries, seed=7)
+        chunks = engine.stats().chunks
+        engine.close()
+        print(f"{args.workspace}: {chunks} chunks, {len(queries)} queries, page of 50")
+        for grouped in (False, True):
+            ms = asyncio.run(debounce_to_paint(args.workspace, args.index_dir, queries, grouped))
+            print(
+                f"  debounce fired -> results painted ({'grouped' if grouped else 'flat'}): "
+                f"p50 {statistics.median(ms):6.1f} ms, p95 {pct(ms, 0.95):6.1f} ms, "
+                f"max {max(ms):6.1f} ms"
+            )
+        return 0
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         (root / "ws").mkdir()
