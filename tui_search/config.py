@@ -85,6 +85,10 @@ class Settings:
     query_term_frequency: bool = True
     #: Share of a section's score taken from the best section of its document (0 = none).
     document_weight: float = 0.4
+    #: Keyword arm: share of a chunk's BM25F taken from its whole file's BM25F (the file's
+    #: chunks read as one document), so a file that covers the query as a whole lifts its
+    #: sections (0 = sections scored on their own; chosen across every judged set).
+    file_weight: float = 0.2
     #: How many candidates each arm contributes before fusion.
     candidate_depth: int = 200
     #: Passages shown per document in grouped results.

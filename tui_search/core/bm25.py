@@ -12,6 +12,7 @@ agree.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -59,6 +60,9 @@ class _Segment:
     live: np.ndarray | None  # bool mask, None when there are no deletions
     live_count: int
     lengths: dict[str, np.ndarray]
+    #: local docnum -> index into ``file_names`` (-1: none), read from the file-id field once
+    file_local: np.ndarray | None = None
+    file_names: list[str] | None = None
 
 
 class FastBM25:
@@ -75,6 +79,9 @@ class FastBM25:
         ] = OrderedDict()
         self._postings_bytes = 0
         self._postings_limit = postings_cache_mb * 1024 * 1024
+        # (segment ids and live counts) -> (docnum -> file ordinal, live files, field lengths)
+        self._files_key: tuple[tuple[str, int], ...] | None = None
+        self._files: tuple[np.ndarray, int, dict[str, tuple[np.ndarray, float]]] | None = None
 
     def _segments(self, searcher: Any) -> list[_Segment]:
         """The searcher's segments; field lengths and postings are cached by segment id
@@ -193,14 +200,115 @@ class FastBM25:
                 parts.append(post[0] + seg.offset)
         return np.concatenate(parts) if parts else None
 
+    def _file_ordinals(self, seg: _Segment, file_field: str) -> tuple[np.ndarray, list[str]]:
+        """Local docnum -> the segment's file ordinal, from the postings of ``file_field``
+        (one term per file); read once per segment (a segment never changes)."""
+        if seg.file_local is None or seg.file_names is None:
+            local = np.full(seg.doc_count_all, -1, dtype=np.int64)
+            names: list[str] = []
+            if file_field in seg.reader.schema:
+                for raw in seg.reader.lexicon(file_field):
+                    name = raw.decode("utf-8") if isinstance(raw, bytes) else str(raw)
+                    post = self._postings(seg.reader, file_field, name)
+                    if post is not None:
+                        local[post[0]] = len(names)
+                        names.append(name)
+            seg.file_local, seg.file_names = local, names
+        return seg.file_local, seg.file_names
+
+    def _file_table(
+        self, segments: list[_Segment], file_field: str, fields: set[str]
+    ) -> tuple[np.ndarray, int, dict[str, tuple[np.ndarray, float]]]:
+        """Global docnum -> file ordinal (-1 for deleted chunks), the number of files with a
+        live chunk, and per field each file's length (its chunks' lengths summed) with the
+        mean over files. Cached until a segment or a deletion changes."""
+        key = tuple((s.seg_id, s.live_count) for s in segments)
+        with self._lock:
+            if self._files_key != key:
+                self._files_key, self._files = key, None
+            cached = self._files
+        if cached is None:
+            ordinal: dict[str, int] = {}
+            parts = []
+            for seg in segments:
+                local, names = self._file_ordinals(seg, file_field)
+                glob = np.array([ordinal.setdefault(n, len(ordinal)) for n in names], np.int64)
+                part = np.where(local >= 0, glob[np.maximum(local, 0)] if len(glob) else -1, -1)
+                if seg.live is not None:
+                    part[~seg.live] = -1
+                parts.append(part)
+            file_of = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+            present = np.zeros(len(ordinal), dtype=bool)
+            present[file_of[file_of >= 0]] = True
+            cached = (file_of, int(present.sum()), {})
+        file_of, n_files, lengths = cached
+        ok = file_of >= 0
+        n = int(file_of.max()) + 1 if file_of.size else 0
+        for field in fields - set(lengths):
+            per_doc = np.concatenate([self._lengths(s, field) for s in segments])
+            per_file = np.bincount(file_of[ok], weights=per_doc[ok], minlength=n)
+            mean = float(per_file.sum()) / max(n_files, 1)
+            lengths[field] = (per_file, mean or 1.0)
+        with self._lock:
+            if self._files_key == key:
+                self._files = cached
+        return cached
+
+    def _file_scores(
+        self,
+        searcher: Any,
+        segments: list[_Segment],
+        clauses: list[tuple[str, str, float]],
+        file_field: str,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Whole-file BM25F: each file scored as if its chunks were one document (term
+        frequencies and field lengths summed over its chunks, idf over files, Whoosh's
+        formula). Returns (docnum -> file ordinal, file ordinal -> score)."""
+        schema = searcher.schema
+        used = [
+            c for c in clauses if c[0] in schema and schema[c[0]].scorable and c[0] != file_field
+        ]
+        file_of, n_files, lengths = self._file_table(segments, file_field, {c[0] for c in used})
+        n = int(file_of.max()) + 1 if len(file_of) else 0
+        out = np.zeros(n, dtype=np.float64)
+        for field, text, boost in used:
+            tf = np.zeros(n, dtype=np.float64)
+            for seg in segments:
+                post = self._cached_postings(seg, field, text)
+                if post is None:
+                    continue
+                files = file_of[post[0] + seg.offset]
+                keep = files >= 0
+                tf += np.bincount(files[keep], weights=post[1][keep], minlength=n)
+            df = int(np.count_nonzero(tf))
+            if df == 0:
+                continue
+            idf = math.log(n_files / (df + 1)) + 1.0
+            fl, avgfl = lengths[field]
+            out += (
+                boost
+                * idf
+                * (tf * (self.K1 + 1))
+                / (tf + self.K1 * ((1 - self.B) + self.B * fl / avgfl))
+            )
+        return file_of, out
+
     def search(
         self,
         searcher: Any,
         clauses: list[tuple[str, str, float]],
         limit: int | None,
         allowed: np.ndarray | None = None,
+        *,
+        file_weight: float = 0.0,
+        file_field: str = "doc",
     ) -> list[tuple[int, float]]:
-        """(global docnum, score) best first; ``allowed`` is an optional bool mask of docnums."""
+        """(global docnum, score) best first; ``allowed`` is an optional bool mask of docnums.
+
+        ``file_weight`` > 0 mixes each chunk's score with its whole file's BM25F
+        (``_file_scores``): ``(1 - file_weight) * chunk + file_weight * file``, so a section
+        of a file that covers the query as a whole ranks above an equally worded one
+        elsewhere. Files are told apart by ``file_field`` (one indexed term per file)."""
         segments = self._segments(searcher)
         total = sum(s.doc_count_all for s in segments)
         if total == 0:
@@ -229,6 +337,10 @@ class FastBM25:
                 g = ids + seg.offset
                 scores[g] += boost * s
                 matched[g] = True
+        if file_weight > 0:
+            file_of, per_file = self._file_scores(searcher, segments, clauses, file_field)
+            hit = np.flatnonzero(matched & (file_of[:total] >= 0))
+            scores[hit] = (1.0 - file_weight) * scores[hit] + file_weight * per_file[file_of[hit]]
         for seg in segments:
             if seg.live is not None:
                 matched[seg.offset : seg.offset + seg.doc_count_all] &= seg.live

@@ -80,6 +80,7 @@ class SearchEngine:
             title_boost=settings.title_boost,
             heading_boost=settings.heading_boost,
             query_term_frequency=settings.query_term_frequency,
+            file_weight=settings.file_weight,
         )
         self.fusion = fusion_params or FusionParams(
             keyword_weight=settings.keyword_weight,

@@ -7,6 +7,7 @@ analyzer as the documents and turned into query objects, so characters that are 
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import re
@@ -149,6 +150,8 @@ class LexicalParams:
     b: float = 0.75
     #: Count repeated query words (``query_term_weights``); off = each word once.
     query_term_frequency: bool = Settings.query_term_frequency
+    #: Share of a chunk's keyword score taken from its whole file's BM25F (``FastBM25``).
+    file_weight: float = Settings.file_weight
 
 
 def analyze(text: str) -> list[str]:
@@ -163,14 +166,37 @@ def analyzed_spans(text: str) -> list[tuple[str, int, int]]:
     return [(t.text, t.startchar, t.endchar) for t in analyzer(text, mode="query", chars=True)]
 
 
+#: English function words (the usual NLTK / bm25s list) beyond the index's own stop words.
+#: They stay searchable; only their repetition in a query carries no weight.
+FUNCTION_WORDS = (
+    "i me my myself we our ours ourselves you your yours yourself yourselves he him his himself "
+    "she her hers herself it its itself they them their theirs themselves what which who whom "
+    "this that these those am is are was were be been being have has had having do does did "
+    "doing a an the and but if or because as until while of at by for with about against "
+    "between into through during before after above below to from up down in out on off over "
+    "under again further then once here there when where why how all any both each few more "
+    "most other some such no nor not only own same so than too very s t can will just don "
+    "should now"
+)
+
+
+@functools.cache
+def _function_terms() -> frozenset[str]:
+    analyzer = text_analyzer()
+    return frozenset(t.text for w in FUNCTION_WORDS.split() for t in analyzer(w, mode="query"))
+
+
 def query_term_weights(text: str, repeats: bool = True) -> dict[str, float]:
     """Each analysed query term (in order) with its weight: ``1 + ln(n)`` for a term the text
     says ``n`` times when ``repeats`` is on (long queries and ``similar:`` passages repeat
-    what they are about), else 1."""
+    what they are about), else 1. A repeated function word ("what ... what") weighs 1."""
     counts: dict[str, int] = {}
     for t in text_analyzer()(text, mode="query"):
         counts[t.text] = counts.get(t.text, 0) + 1
-    return {t: (1.0 + math.log(n)) if repeats else 1.0 for t, n in counts.items()}
+    function = _function_terms()
+    return {
+        t: (1.0 + math.log(n)) if repeats and t not in function else 1.0 for t, n in counts.items()
+    }
 
 
 def phrase_terms(text: str) -> list[str]:
@@ -448,14 +474,21 @@ class LexicalSnapshot:
         return out
 
     def search(
-        self, query: Q.Query, limit: int | None, allowed: np.ndarray | None = None
+        self,
+        query: Q.Query,
+        limit: int | None,
+        allowed: np.ndarray | None = None,
+        *,
+        file_weight: float = 0.0,
     ) -> list[tuple[str, float]]:
-        """(chunk key, BM25F score) best first, within ``allowed`` (a docnum mask) if given."""
+        """(chunk key, BM25F score) best first, within ``allowed`` (a docnum mask) if given.
+        ``file_weight`` > 0 mixes in each chunk's whole-file BM25F (plain weighted
+        disjunctions only: every plain query; see ``FastBM25.search``)."""
         s = self.searcher
         clauses = flatten_disjunction(query)
         if clauses is not None:
             # plain weighted disjunction: the same BM25F scores, computed with numpy
-            ranked = self._fast.search(s, clauses, limit, allowed)
+            ranked = self._fast.search(s, clauses, limit, allowed, file_weight=file_weight)
             return list(zip(self.keys(d for d, _ in ranked), (sc for _, sc in ranked), strict=True))
         results = s.search(query, limit=limit, terms=False)
         hits = [(hit.docnum, float(hit.score)) for hit in results]

@@ -543,7 +543,9 @@ class Retriever:
     ) -> list[tuple[str, float]]:
         if plan.plain_text is not None:
             query = plain_query(plan.plain_text, self.params)
-            return [] if query is None else snap.search(query, self.depth, allowed)
+            if query is None:
+                return []
+            return snap.search(query, self.depth, allowed, file_weight=self.params.file_weight)
         if plan.tree is None or not has_text(plan.tree):
             return []
         # boolean queries: every chunk that satisfies the expression, scored
@@ -555,7 +557,7 @@ class Retriever:
                 return []
             if query is _FALSE:
                 return []
-        return snap.search(query, None, allowed)
+        return snap.search(query, None, allowed, file_weight=self.params.file_weight)
 
     def _semantic_arm(
         self, qvec: np.ndarray, snap: LexicalSnapshot, allowed: np.ndarray | None
