@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +32,16 @@ def test_query_token_weights_follow_the_words_they_overlap() -> None:
     assert query_token_weights([(5, 0, 3), (5, 4, 7)], [(0, 3, 1.0), (4, 7, 2.0)], 1.0) == {5: 2.0}
     assert query_token_weights([(5, 0, 7)], [(0, 3, 1.0), (2, 7, 4.0)], 1.0) == {5: 4.0}
     assert query_token_weights([(5, 0, 3)], [(0, 3, 0.0)], 1.0) == {}
+
+
+def test_repeated_query_words_weigh_more_in_the_soft_match() -> None:
+    # "cache" said twice (words 0 and 2) weighs 1 + ln 2 after the power; "evict" once
+    tokens = [(7, 0, 5), (8, 6, 11), (7, 12, 17)]
+    words = [(0, 5, 2.0), (6, 11, 3.0), (12, 17, 2.0)]
+    rep = 1.0 + math.log(2)
+    got = query_token_weights(tokens, words, power=2.0, repeats={0: rep, 1: 1.0, 2: rep})
+    assert got == pytest.approx({7: 4.0 * rep, 8: 9.0})
+    assert query_token_weights(tokens, words, power=2.0) == {7: 4.0, 8: 9.0}
 
 
 def test_soft_match_scores_hand_computed() -> None:

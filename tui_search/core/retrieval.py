@@ -35,6 +35,7 @@ from tui_search.core.lexical import (
     identifiers_in,
     phrase_terms,
     plain_query,
+    query_term_weights,
     term_clause,
 )
 from tui_search.core.plan import (
@@ -597,8 +598,12 @@ class Retriever:
         assert isinstance(embedder, TokenEmbedder)
         spans = analyzed_spans(text)
         idf = self.index.lexical.idf("body", (t for t, _, _ in spans))
+        repeats: dict[int, float] | None = None
+        if self.params.query_term_frequency:  # a word said n times weighs 1 + ln n here too
+            said = query_term_weights(text)
+            repeats = {i: said.get(t, 1.0) for i, (t, _, _) in enumerate(spans)}
         weights = query_token_weights(
-            embedder.query_tokens(text), [(a, b, idf[t]) for t, a, b in spans]
+            embedder.query_tokens(text), [(a, b, idf[t]) for t, a, b in spans], repeats=repeats
         )
         if not weights:
             return {}
