@@ -65,6 +65,17 @@ class _Segment:
     file_names: list[str] | None = None
 
 
+@dataclass
+class _FileTable:
+    """Chunks grouped by file for whole-file BM25F, for one set of segments."""
+
+    key: tuple[tuple[str, int], ...]  # (segment id, live count) of each segment
+    file_of: np.ndarray  # global docnum -> file ordinal, -1 for a deleted chunk
+    n_ordinals: int
+    n_files: int  # files with at least one live chunk
+    lengths: dict[str, tuple[np.ndarray, float]]  # field -> (length per file, mean)
+
+
 class FastBM25:
     """BM25F over one Whoosh searcher's segments; caches per-segment arrays by segment id."""
 
@@ -79,9 +90,7 @@ class FastBM25:
         ] = OrderedDict()
         self._postings_bytes = 0
         self._postings_limit = postings_cache_mb * 1024 * 1024
-        # (segment ids and live counts) -> (docnum -> file ordinal, live files, field lengths)
-        self._files_key: tuple[tuple[str, int], ...] | None = None
-        self._files: tuple[np.ndarray, int, dict[str, tuple[np.ndarray, float]]] | None = None
+        self._files: _FileTable | None = None
 
     def _segments(self, searcher: Any) -> list[_Segment]:
         """The searcher's segments; field lengths and postings are cached by segment id
@@ -216,42 +225,45 @@ class FastBM25:
             seg.file_local, seg.file_names = local, names
         return seg.file_local, seg.file_names
 
-    def _file_table(
-        self, segments: list[_Segment], file_field: str, fields: set[str]
-    ) -> tuple[np.ndarray, int, dict[str, tuple[np.ndarray, float]]]:
-        """Global docnum -> file ordinal (-1 for deleted chunks), the number of files with a
-        live chunk, and per field each file's length (its chunks' lengths summed) with the
-        mean over files. Cached until a segment or a deletion changes."""
+    def _file_table(self, segments: list[_Segment], file_field: str) -> _FileTable:
+        """Global docnum -> file ordinal (-1 for deleted chunks) and the number of files with
+        a live chunk; cached until a segment or a deletion changes."""
         key = tuple((s.seg_id, s.live_count) for s in segments)
         with self._lock:
-            if self._files_key != key:
-                self._files_key, self._files = key, None
-            cached = self._files
-        if cached is None:
-            ordinal: dict[str, int] = {}
-            parts = []
-            for seg in segments:
-                local, names = self._file_ordinals(seg, file_field)
-                glob = np.array([ordinal.setdefault(n, len(ordinal)) for n in names], np.int64)
-                part = np.where(local >= 0, glob[np.maximum(local, 0)] if len(glob) else -1, -1)
-                if seg.live is not None:
-                    part[~seg.live] = -1
-                parts.append(part)
-            file_of = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
-            present = np.zeros(len(ordinal), dtype=bool)
-            present[file_of[file_of >= 0]] = True
-            cached = (file_of, int(present.sum()), {})
-        file_of, n_files, lengths = cached
-        ok = file_of >= 0
-        n = int(file_of.max()) + 1 if file_of.size else 0
-        for field in fields - set(lengths):
-            per_doc = np.concatenate([self._lengths(s, field) for s in segments])
-            per_file = np.bincount(file_of[ok], weights=per_doc[ok], minlength=n)
-            mean = float(per_file.sum()) / max(n_files, 1)
-            lengths[field] = (per_file, mean or 1.0)
+            if self._files is not None and self._files.key == key:
+                return self._files
+        ordinal: dict[str, int] = {}
+        parts = []
+        for seg in segments:
+            local, names = self._file_ordinals(seg, file_field)
+            ids = np.array([ordinal.setdefault(n, len(ordinal)) for n in names], dtype=np.int64)
+            part = np.full(len(local), -1, dtype=np.int64)
+            has = local >= 0
+            part[has] = ids[local[has]]
+            if seg.live is not None:
+                part[~seg.live] = -1
+            parts.append(part)
+        file_of = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+        present = np.zeros(len(ordinal), dtype=bool)
+        present[file_of[file_of >= 0]] = True
+        table = _FileTable(key, file_of, len(ordinal), int(present.sum()), {})
         with self._lock:
-            if self._files_key == key:
-                self._files = cached
+            self._files = table
+        return table
+
+    def _file_lengths(
+        self, table: _FileTable, segments: list[_Segment], field: str
+    ) -> tuple[np.ndarray, float]:
+        """Each file's length in ``field`` (its chunks' lengths summed) and the mean."""
+        cached = table.lengths.get(field)
+        if cached is None:
+            per_doc = np.concatenate([self._lengths(s, field) for s in segments])
+            ok = table.file_of >= 0
+            per_file = np.bincount(
+                table.file_of[ok], weights=per_doc[ok], minlength=table.n_ordinals
+            )
+            mean = float(per_file.sum()) / max(table.n_files, 1)
+            cached = table.lengths[field] = (per_file, mean or 1.0)
         return cached
 
     def _file_scores(
@@ -265,13 +277,12 @@ class FastBM25:
         frequencies and field lengths summed over its chunks, idf over files, Whoosh's
         formula). Returns (docnum -> file ordinal, file ordinal -> score)."""
         schema = searcher.schema
-        used = [
-            c for c in clauses if c[0] in schema and schema[c[0]].scorable and c[0] != file_field
-        ]
-        file_of, n_files, lengths = self._file_table(segments, file_field, {c[0] for c in used})
-        n = int(file_of.max()) + 1 if len(file_of) else 0
+        table = self._file_table(segments, file_field)
+        file_of, n = table.file_of, table.n_ordinals
         out = np.zeros(n, dtype=np.float64)
-        for field, text, boost in used:
+        for field, text, boost in clauses:
+            if field == file_field or field not in schema or not schema[field].scorable:
+                continue
             tf = np.zeros(n, dtype=np.float64)
             for seg in segments:
                 post = self._cached_postings(seg, field, text)
@@ -283,8 +294,8 @@ class FastBM25:
             df = int(np.count_nonzero(tf))
             if df == 0:
                 continue
-            idf = math.log(n_files / (df + 1)) + 1.0
-            fl, avgfl = lengths[field]
+            idf = math.log(table.n_files / (df + 1)) + 1.0
+            fl, avgfl = self._file_lengths(table, segments, field)
             out += (
                 boost
                 * idf
