@@ -73,10 +73,11 @@ def test_settings_are_the_one_home_of_the_weights() -> None:
             "TUI_SEARCH_QUERY_TERM_FREQUENCY": "0",
             "TUI_SEARCH_DOCUMENT_WEIGHT": "0",
             "TUI_SEARCH_FILE_WEIGHT": "0.35",
+            "TUI_SEARCH_LONG_QUERY_WORDS": "0",
         }
     )
     assert (s.title_boost, s.query_term_frequency, s.document_weight) == (0.5, False, 0.0)
-    assert s.file_weight == 0.35
+    assert (s.file_weight, s.long_query_words) == (0.35, 0)
     assert Settings().document_weight > 0 and Settings().query_term_frequency
 
 
@@ -91,10 +92,12 @@ def test_engine_takes_the_levers_from_settings(tmp_path, fake_embedder) -> None:
         query_term_frequency=False,
         document_weight=0.25,
         file_weight=0.3,
+        long_query_words=7,
     )
     with SearchEngine(settings, embedder=fake_embedder) as engine:
         assert engine.lexical_params.title_boost == 0.5
         assert engine.lexical_params.file_weight == 0.3
+        assert engine.lexical_params.long_query_words == 7
         assert engine.lexical_params.query_term_frequency is False
         assert engine.fusion.document_weight == 0.25
         engine.sync()
@@ -206,3 +209,31 @@ def test_a_repeated_function_word_weighs_once() -> None:
     assert w["what"] == pytest.approx(1.0)
     assert w["build"] == pytest.approx(1.0 + math.log(2))
     assert w["ship"] == pytest.approx(1.0)
+
+
+LONG = (
+    "I am looking for papers about how the compiler can check what a program does "
+    "with its memory before it runs"
+)
+
+
+def test_long_queries_leave_function_words_out() -> None:
+    long_terms = query_term_weights(LONG, long_query_words=12)
+    assert {"paper", "compil", "memori", "program"} <= set(long_terms)
+    assert not {"how", "what", "about", "befor", "i"} & set(long_terms)
+    # shorter than the threshold, or the threshold off: every word stays
+    assert "what" in query_term_weights(LONG, long_query_words=40)
+    assert "what" in query_term_weights(LONG, long_query_words=0)
+    # a query of nothing but function words keeps them, so it still finds something
+    only = " ".join(["what about how and why"] * 4)
+    assert set(query_term_weights(only, long_query_words=12)) == {"what", "about", "how", "why"}
+
+
+def test_plain_query_of_a_long_question_has_no_function_word_clauses() -> None:
+    q = plain_query(LONG, LexicalParams(long_query_words=12))
+    assert q is not None
+    terms = {t for _, t, _ in flatten_disjunction(q) or []}
+    assert "compil" in terms and "what" not in terms and "how" not in terms
+    q_all = plain_query(LONG, LexicalParams(long_query_words=0))
+    assert q_all is not None
+    assert "what" in {t for _, t, _ in flatten_disjunction(q_all) or []}

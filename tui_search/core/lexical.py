@@ -150,6 +150,8 @@ class LexicalParams:
     b: float = 0.75
     #: Count repeated query words (``query_term_weights``); off = each word once.
     query_term_frequency: bool = Settings.query_term_frequency
+    #: Queries of at least this many words leave English function words out (0 = never).
+    long_query_words: int = Settings.long_query_words
     #: Share of a chunk's keyword score taken from its whole file's BM25F (``FastBM25``).
     file_weight: float = Settings.file_weight
 
@@ -186,16 +188,23 @@ def _function_terms() -> frozenset[str]:
     return frozenset(t.text for w in FUNCTION_WORDS.split() for t in analyzer(w, mode="query"))
 
 
-def query_term_weights(text: str, repeats: bool = True) -> dict[str, float]:
+def query_term_weights(
+    text: str, repeats: bool = True, long_query_words: int = 0
+) -> dict[str, float]:
     """Each analysed query term (in order) with its weight: ``1 + ln(n)`` for a term the text
     says ``n`` times when ``repeats`` is on (long queries and ``similar:`` passages repeat
-    what they are about), else 1. A repeated function word ("what ... what") weighs 1."""
+    what they are about), else 1. A repeated function word ("what ... what") weighs 1. A query
+    of at least ``long_query_words`` words (0 = never) leaves its function words out, as
+    bm25s does with English stop words, unless it holds nothing else."""
     counts: dict[str, int] = {}
     for t in text_analyzer()(text, mode="query"):
         counts[t.text] = counts.get(t.text, 0) + 1
     function = _function_terms()
+    drop = 0 < long_query_words <= sum(counts.values()) and any(t not in function for t in counts)
     return {
-        t: (1.0 + math.log(n)) if repeats and t not in function else 1.0 for t, n in counts.items()
+        t: (1.0 + math.log(n)) if repeats and t not in function else 1.0
+        for t, n in counts.items()
+        if not (drop and t in function)
     }
 
 
@@ -208,7 +217,9 @@ def phrase_terms(text: str) -> list[str]:
 def plain_query(text: str, params: LexicalParams) -> Q.Query | None:
     """Words ranked, not all required; identifier-like words also match exactly."""
     clauses: list[Q.Query] = []
-    for term, weight in query_term_weights(text, params.query_term_frequency).items():
+    for term, weight in query_term_weights(
+        text, params.query_term_frequency, params.long_query_words
+    ).items():
         clause = term_clause(term, params, weight)
         clauses.extend(clause.subqueries if isinstance(clause, Q.Or) else [clause])
     for ident in identifiers_in(text):

@@ -598,10 +598,10 @@ class Retriever:
         assert isinstance(embedder, TokenEmbedder)
         spans = analyzed_spans(text)
         idf = self.index.lexical.idf("body", (t for t, _, _ in spans))
-        repeats: dict[int, float] | None = None
-        if self.params.query_term_frequency:  # a word said n times weighs 1 + ln n here too
-            said = query_term_weights(text)
-            repeats = {i: said.get(t, 1.0) for i, (t, _, _) in enumerate(spans)}
+        # a word said n times weighs 1 + ln n as in the keyword arm; a long query's function
+        # words stay (their idf² weight is small; leaving them out cost rust-rfcs 0.009)
+        said = query_term_weights(text, self.params.query_term_frequency)
+        repeats = {i: said.get(t, 1.0) for i, (t, _, _) in enumerate(spans)}
         weights = query_token_weights(
             embedder.query_tokens(text), [(a, b, idf[t]) for t, a, b in spans], repeats=repeats
         )
