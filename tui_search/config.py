@@ -84,8 +84,15 @@ class Settings:
     heading_boost: float = 0.25
     #: Keyword arm: a word the query says n times weighs 1 + ln n (long queries, ``similar:``).
     query_term_frequency: bool = True
+    #: A query of at least this many words leaves English function words ("what", "how",
+    #: "about", ...) out of both arms' term weights, as bm25s does (0 = never).
+    long_query_words: int = 12
     #: Share of a section's score taken from the best section of its document (0 = none).
     document_weight: float = 0.4
+    #: Keyword arm: share of a chunk's BM25F taken from its whole file's BM25F (the file's
+    #: chunks read as one document), so a file that covers the query as a whole lifts its
+    #: sections (0 = sections scored on their own; chosen across every judged set).
+    file_weight: float = 0.2
     #: How many candidates each arm contributes before fusion.
     candidate_depth: int = 200
     #: Passages shown per document in grouped results.

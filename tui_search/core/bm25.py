@@ -12,6 +12,7 @@ agree.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -59,6 +60,20 @@ class _Segment:
     live: np.ndarray | None  # bool mask, None when there are no deletions
     live_count: int
     lengths: dict[str, np.ndarray]
+    #: local docnum -> index into ``file_names`` (-1: none), read from the file-id field once
+    file_local: np.ndarray | None = None
+    file_names: list[str] | None = None
+
+
+@dataclass
+class _FileTable:
+    """Chunks grouped by file for whole-file BM25F, for one set of segments."""
+
+    key: tuple[tuple[str, int], ...]  # (segment id, live count) of each segment
+    file_of: np.ndarray  # global docnum -> file ordinal, -1 for a deleted chunk
+    n_ordinals: int
+    n_files: int  # files with at least one live chunk
+    lengths: dict[str, tuple[np.ndarray, float]]  # field -> (length per file, mean)
 
 
 def _length_bytes(column: Any, n: int) -> np.ndarray:
@@ -97,6 +112,7 @@ class FastBM25:
         ] = OrderedDict()
         self._postings_bytes = 0
         self._postings_limit = postings_cache_mb * 1024 * 1024
+        self._files: _FileTable | None = None
 
     def _segments(self, searcher: Any) -> list[_Segment]:
         """The searcher's segments; field lengths and postings are cached by segment id
@@ -215,14 +231,117 @@ class FastBM25:
                 parts.append(post[0] + seg.offset)
         return np.concatenate(parts) if parts else None
 
+    def _file_ordinals(self, seg: _Segment, file_field: str) -> tuple[np.ndarray, list[str]]:
+        """Local docnum -> the segment's file ordinal, from the postings of ``file_field``
+        (one term per file); read once per segment (a segment never changes)."""
+        if seg.file_local is None or seg.file_names is None:
+            local = np.full(seg.doc_count_all, -1, dtype=np.int64)
+            names: list[str] = []
+            if file_field in seg.reader.schema:
+                for raw in seg.reader.lexicon(file_field):
+                    name = raw.decode("utf-8") if isinstance(raw, bytes) else str(raw)
+                    post = self._postings(seg.reader, file_field, name)
+                    if post is not None:
+                        local[post[0]] = len(names)
+                        names.append(name)
+            seg.file_local, seg.file_names = local, names
+        return seg.file_local, seg.file_names
+
+    def _file_table(self, segments: list[_Segment], file_field: str) -> _FileTable:
+        """Global docnum -> file ordinal (-1 for deleted chunks) and the number of files with
+        a live chunk; cached until a segment or a deletion changes."""
+        key = tuple((s.seg_id, s.live_count) for s in segments)
+        with self._lock:
+            if self._files is not None and self._files.key == key:
+                return self._files
+        ordinal: dict[str, int] = {}
+        parts = []
+        for seg in segments:
+            local, names = self._file_ordinals(seg, file_field)
+            ids = np.array([ordinal.setdefault(n, len(ordinal)) for n in names], dtype=np.int64)
+            part = np.full(len(local), -1, dtype=np.int64)
+            has = local >= 0
+            part[has] = ids[local[has]]
+            if seg.live is not None:
+                part[~seg.live] = -1
+            parts.append(part)
+        file_of = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+        present = np.zeros(len(ordinal), dtype=bool)
+        present[file_of[file_of >= 0]] = True
+        table = _FileTable(key, file_of, len(ordinal), int(present.sum()), {})
+        with self._lock:
+            self._files = table
+        return table
+
+    def _file_lengths(
+        self, table: _FileTable, segments: list[_Segment], field: str
+    ) -> tuple[np.ndarray, float]:
+        """Each file's length in ``field`` (its chunks' lengths summed) and the mean."""
+        cached = table.lengths.get(field)
+        if cached is None:
+            per_doc = np.concatenate([self._lengths(s, field) for s in segments])
+            ok = table.file_of >= 0
+            per_file = np.bincount(
+                table.file_of[ok], weights=per_doc[ok], minlength=table.n_ordinals
+            )
+            mean = float(per_file.sum()) / max(table.n_files, 1)
+            cached = table.lengths[field] = (per_file, mean or 1.0)
+        return cached
+
+    def _file_scores(
+        self,
+        searcher: Any,
+        segments: list[_Segment],
+        clauses: list[tuple[str, str, float]],
+        file_field: str,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Whole-file BM25F: each file scored as if its chunks were one document (term
+        frequencies and field lengths summed over its chunks, idf over files, Whoosh's
+        formula). Returns (docnum -> file ordinal, file ordinal -> score)."""
+        schema = searcher.schema
+        table = self._file_table(segments, file_field)
+        file_of, n = table.file_of, table.n_ordinals
+        out = np.zeros(n, dtype=np.float64)
+        for field, text, boost in clauses:
+            if field == file_field or field not in schema or not schema[field].scorable:
+                continue
+            tf = np.zeros(n, dtype=np.float64)
+            for seg in segments:
+                post = self._cached_postings(seg, field, text)
+                if post is None:
+                    continue
+                files = file_of[post[0] + seg.offset]
+                keep = files >= 0
+                tf += np.bincount(files[keep], weights=post[1][keep], minlength=n)
+            df = int(np.count_nonzero(tf))
+            if df == 0:
+                continue
+            idf = math.log(table.n_files / (df + 1)) + 1.0
+            fl, avgfl = self._file_lengths(table, segments, field)
+            out += (
+                boost
+                * idf
+                * (tf * (self.K1 + 1))
+                / (tf + self.K1 * ((1 - self.B) + self.B * fl / avgfl))
+            )
+        return file_of, out
+
     def search(
         self,
         searcher: Any,
         clauses: list[tuple[str, str, float]],
         limit: int | None,
         allowed: np.ndarray | None = None,
+        *,
+        file_weight: float = 0.0,
+        file_field: str = "doc",
     ) -> list[tuple[int, float]]:
-        """(global docnum, score) best first; ``allowed`` is an optional bool mask of docnums."""
+        """(global docnum, score) best first; ``allowed`` is an optional bool mask of docnums.
+
+        ``file_weight`` > 0 mixes each chunk's score with its whole file's BM25F
+        (``_file_scores``): ``(1 - file_weight) * chunk + file_weight * file``, so a section
+        of a file that covers the query as a whole ranks above an equally worded one
+        elsewhere. Files are told apart by ``file_field`` (one indexed term per file)."""
         segments = self._segments(searcher)
         total = sum(s.doc_count_all for s in segments)
         if total == 0:
@@ -251,6 +370,10 @@ class FastBM25:
                 g = ids + seg.offset
                 scores[g] += boost * s
                 matched[g] = True
+        if file_weight > 0:
+            file_of, per_file = self._file_scores(searcher, segments, clauses, file_field)
+            hit = np.flatnonzero(matched & (file_of[:total] >= 0))
+            scores[hit] = (1.0 - file_weight) * scores[hit] + file_weight * per_file[file_of[hit]]
         for seg in segments:
             if seg.live is not None:
                 matched[seg.offset : seg.offset + seg.doc_count_all] &= seg.live

@@ -80,6 +80,8 @@ class SearchEngine:
             title_boost=settings.title_boost,
             heading_boost=settings.heading_boost,
             query_term_frequency=settings.query_term_frequency,
+            long_query_words=settings.long_query_words,
+            file_weight=settings.file_weight,
         )
         self.fusion = fusion_params or FusionParams(
             keyword_weight=settings.keyword_weight,

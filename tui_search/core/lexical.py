@@ -7,6 +7,7 @@ analyzer as the documents and turned into query objects, so characters that are 
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import re
@@ -410,6 +411,10 @@ class LexicalParams:
     b: float = 0.75
     #: Count repeated query words (``query_term_weights``); off = each word once.
     query_term_frequency: bool = Settings.query_term_frequency
+    #: Queries of at least this many words leave English function words out (0 = never).
+    long_query_words: int = Settings.long_query_words
+    #: Share of a chunk's keyword score taken from its whole file's BM25F (``FastBM25``).
+    file_weight: float = Settings.file_weight
 
 
 def analyze(text: str) -> list[str]:
@@ -424,14 +429,44 @@ def analyzed_spans(text: str) -> list[tuple[str, int, int]]:
     return [(t.text, t.startchar, t.endchar) for t in analyzer(text, mode="query", chars=True)]
 
 
-def query_term_weights(text: str, repeats: bool = True) -> dict[str, float]:
+#: English function words (the usual NLTK / bm25s list) beyond the index's own stop words.
+#: They stay searchable; only their repetition in a query carries no weight.
+FUNCTION_WORDS = (
+    "i me my myself we our ours ourselves you your yours yourself yourselves he him his himself "
+    "she her hers herself it its itself they them their theirs themselves what which who whom "
+    "this that these those am is are was were be been being have has had having do does did "
+    "doing a an the and but if or because as until while of at by for with about against "
+    "between into through during before after above below to from up down in out on off over "
+    "under again further then once here there when where why how all any both each few more "
+    "most other some such no nor not only own same so than too very s t can will just don "
+    "should now"
+)
+
+
+@functools.cache
+def _function_terms() -> frozenset[str]:
+    analyzer = text_analyzer()
+    return frozenset(t.text for w in FUNCTION_WORDS.split() for t in analyzer(w, mode="query"))
+
+
+def query_term_weights(
+    text: str, repeats: bool = True, long_query_words: int = 0
+) -> dict[str, float]:
     """Each analysed query term (in order) with its weight: ``1 + ln(n)`` for a term the text
     says ``n`` times when ``repeats`` is on (long queries and ``similar:`` passages repeat
-    what they are about), else 1."""
+    what they are about), else 1. A repeated function word ("what ... what") weighs 1. A query
+    of at least ``long_query_words`` words (0 = never) leaves its function words out, as
+    bm25s does with English stop words, unless it holds nothing else."""
     counts: dict[str, int] = {}
     for t in text_analyzer()(text, mode="query"):
         counts[t.text] = counts.get(t.text, 0) + 1
-    return {t: (1.0 + math.log(n)) if repeats else 1.0 for t, n in counts.items()}
+    function = _function_terms()
+    drop = 0 < long_query_words <= sum(counts.values()) and any(t not in function for t in counts)
+    return {
+        t: (1.0 + math.log(n)) if repeats and t not in function else 1.0
+        for t, n in counts.items()
+        if not (drop and t in function)
+    }
 
 
 def phrase_terms(text: str) -> list[str]:
@@ -443,7 +478,9 @@ def phrase_terms(text: str) -> list[str]:
 def plain_query(text: str, params: LexicalParams) -> Q.Query | None:
     """Words ranked, not all required; identifier-like words also match exactly."""
     clauses: list[Q.Query] = []
-    for term, weight in query_term_weights(text, params.query_term_frequency).items():
+    for term, weight in query_term_weights(
+        text, params.query_term_frequency, params.long_query_words
+    ).items():
         clause = term_clause(term, params, weight)
         clauses.extend(clause.subqueries if isinstance(clause, Q.Or) else [clause])
     for ident in identifiers_in(text):
@@ -709,14 +746,21 @@ class LexicalSnapshot:
         return out
 
     def search(
-        self, query: Q.Query, limit: int | None, allowed: np.ndarray | None = None
+        self,
+        query: Q.Query,
+        limit: int | None,
+        allowed: np.ndarray | None = None,
+        *,
+        file_weight: float = 0.0,
     ) -> list[tuple[str, float]]:
-        """(chunk key, BM25F score) best first, within ``allowed`` (a docnum mask) if given."""
+        """(chunk key, BM25F score) best first, within ``allowed`` (a docnum mask) if given.
+        ``file_weight`` > 0 mixes in each chunk's whole-file BM25F (plain weighted
+        disjunctions only: every plain query; see ``FastBM25.search``)."""
         s = self.searcher
         clauses = flatten_disjunction(query)
         if clauses is not None:
             # plain weighted disjunction: the same BM25F scores, computed with numpy
-            ranked = self._fast.search(s, clauses, limit, allowed)
+            ranked = self._fast.search(s, clauses, limit, allowed, file_weight=file_weight)
             return list(zip(self.keys(d for d, _ in ranked), (sc for _, sc in ranked), strict=True))
         results = s.search(query, limit=limit, terms=False)
         hits = [(hit.docnum, float(hit.score)) for hit in results]

@@ -35,6 +35,7 @@ from tui_search.core.lexical import (
     identifiers_in,
     phrase_terms,
     plain_query,
+    query_term_weights,
     term_clause,
 )
 from tui_search.core.plan import (
@@ -543,7 +544,9 @@ class Retriever:
     ) -> list[tuple[str, float]]:
         if plan.plain_text is not None:
             query = plain_query(plan.plain_text, self.params)
-            return [] if query is None else snap.search(query, self.depth, allowed)
+            if query is None:
+                return []
+            return snap.search(query, self.depth, allowed, file_weight=self.params.file_weight)
         if plan.tree is None or not has_text(plan.tree):
             return []
         # boolean queries: every chunk that satisfies the expression, scored
@@ -555,7 +558,7 @@ class Retriever:
                 return []
             if query is _FALSE:
                 return []
-        return snap.search(query, None, allowed)
+        return snap.search(query, None, allowed, file_weight=self.params.file_weight)
 
     def _semantic_arm(
         self, qvec: np.ndarray, snap: LexicalSnapshot, allowed: np.ndarray | None
@@ -595,8 +598,12 @@ class Retriever:
         assert isinstance(embedder, TokenEmbedder)
         spans = analyzed_spans(text)
         idf = self.index.lexical.idf("body", (t for t, _, _ in spans))
+        # a word said n times weighs 1 + ln n as in the keyword arm; a long query's function
+        # words stay (their idf² weight is small; leaving them out cost rust-rfcs 0.009)
+        said = query_term_weights(text, self.params.query_term_frequency)
+        repeats = {i: said.get(t, 1.0) for i, (t, _, _) in enumerate(spans)}
         weights = query_token_weights(
-            embedder.query_tokens(text), [(a, b, idf[t]) for t, a, b in spans]
+            embedder.query_tokens(text), [(a, b, idf[t]) for t, a, b in spans], repeats=repeats
         )
         if not weights:
             return {}

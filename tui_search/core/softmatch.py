@@ -15,7 +15,7 @@ candidate depth. Pure functions: no I/O, no index access.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -26,18 +26,28 @@ WordSpan = tuple[int, int, float]
 
 
 def query_token_weights(
-    tokens: Sequence[QueryToken], words: Sequence[WordSpan], power: float = 2.0
+    tokens: Sequence[QueryToken],
+    words: Sequence[WordSpan],
+    power: float = 2.0,
+    repeats: Mapping[int, float] | None = None,
 ) -> dict[int, float]:
     """Weight of each query token: the largest weight of the analysed words it overlaps,
     raised to ``power``. Tokens outside every word (stop words, punctuation) are dropped; a
-    token that occurs twice keeps its larger weight."""
+    token that occurs twice keeps its larger weight. ``repeats`` (word index -> factor, e.g.
+    ``1 + ln n`` for a word the query says n times) multiplies the weight of the tokens of
+    that word, after the power."""
     out: dict[int, float] = {}
     for tid, start, end in tokens:
         weight = max(
-            (w for w_start, w_end, w in words if start < w_end and end > w_start), default=0.0
+            (
+                w**power * (repeats.get(i, 1.0) if repeats else 1.0)
+                for i, (w_start, w_end, w) in enumerate(words)
+                if start < w_end and end > w_start and w > 0
+            ),
+            default=0.0,
         )
         if weight > 0:
-            out[tid] = max(out.get(tid, 0.0), weight**power)
+            out[tid] = max(out.get(tid, 0.0), weight)
     return out
 
 
