@@ -78,6 +78,21 @@ class WriterLock:
             os.close(fd)
 
 
+def _store_when_free(path: Path, wait: float = 30.0) -> Store:
+    """``Store(path)``, waiting out another process that has the new database locked while it
+    creates it (two processes opening a fresh index at once): "database is locked" is not
+    damage, and must never make a process delete a manifest another one is writing."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            return Store(path)
+        except sqlite3.OperationalError as exc:
+            message = str(exc).lower()
+            if ("locked" not in message and "busy" not in message) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
 class SearchIndex:
     """Manifest, full-text index and vector index of one index folder."""
 
@@ -113,7 +128,7 @@ class SearchIndex:
     def _open_store(self) -> Store:
         path = self.index_dir / MANIFEST
         try:
-            return Store(path)
+            return _store_when_free(path)
         except sqlite3.DatabaseError as exc:
             # unreadable, or written by another version: start the whole index afresh
             why = (
@@ -122,6 +137,10 @@ class SearchIndex:
                 else f"the manifest was unreadable ({exc})"
             )
             with self.lock.hold():
+                if not isinstance(exc, SchemaMismatch):
+                    # another process may have just made or repaired it: look again first
+                    with contextlib.suppress(sqlite3.DatabaseError):
+                        return _store_when_free(path)
                 for suffix in ("", "-wal", "-shm"):
                     with contextlib.suppress(FileNotFoundError):
                         os.remove(str(path) + suffix)
