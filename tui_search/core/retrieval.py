@@ -13,6 +13,7 @@ It reads the index; it never writes.
 
 from __future__ import annotations
 
+import heapq
 import posixpath
 import re
 import threading
@@ -65,6 +66,9 @@ from tui_search.core.store import vector_key
 if TYPE_CHECKING:  # networkx loads only when a query names documents
     from tui_search.core.graph import LinkGraph
 
+#: A boolean query's matches fused with the semantic side, by keyword score (the rest follow
+#: in keyword order): fusing 20,000 matches of "a NOT b" cost 0.4 s at 69k chunks.
+BOOLEAN_FUSED = 1000
 #: Distinct-token arrays kept for soft matching, by chunk content hash (~0.5 KB each).
 TOKEN_CACHE_SIZE = 50_000
 #: Up to this many allowed chunks, the semantic arm scores them all exactly (vectors read from
@@ -456,8 +460,14 @@ class Retriever:
             return Ranking(ranked, (1.0, 0.0), name, c.warnings)
 
         keyword: list[tuple[str, float]] = []
+        tail: list[tuple[str, float]] = []
         if mode != "semantic":
             keyword = self._keyword_arm(plan, c, snap, allowed)
+            if len(keyword) > BOOLEAN_FUSED:
+                # a boolean query matched thousands ("-word", NOT): the best BOOLEAN_FUSED by
+                # keyword score are fused; the rest follow them in keyword order (all listed)
+                keyword.sort(key=lambda kv: (-kv[1], kv[0]))
+                keyword, tail = keyword[:BOOLEAN_FUSED], keyword[BOOLEAN_FUSED:]
         semantic: list[tuple[str, float]] = []
         qvec: np.ndarray | None = None
         if mode != "keyword" and (plan.semantic_text or like_vector is not None):
@@ -467,10 +477,18 @@ class Retriever:
                 else self.embed_query(plan.semantic_text or "")
             )
             semantic = self._semantic_arm(qvec, snap, allowed)
+        # A boolean query's keyword arm holds every chunk that satisfies it (thousands, for
+        # "-word" or NOT); the semantic side (cosine lookup, soft match) is computed for the
+        # best ``depth`` of them, as for a plain query: the rest keep their keyword score.
+        keyword_top = (
+            keyword
+            if len(keyword) <= self.depth
+            else heapq.nlargest(self.depth, keyword, key=lambda kv: kv[1])
+        )
         lookup: dict[str, float] = {}
         if qvec is not None and keyword:
             sem_keys = {k for k, _ in semantic}
-            missing = [k for k, _ in keyword if k not in sem_keys]
+            missing = [k for k, _ in keyword_top if k not in sem_keys]
             if missing:
                 vkeys, vecs = self.index.vectors.get(
                     np.fromiter((vector_key(k) for k in missing), np.uint64, len(missing))
@@ -491,7 +509,7 @@ class Retriever:
         ):
             soft = self._soft_match(
                 plan.semantic_text,
-                dict.fromkeys([k for k, _ in keyword] + [k for k, _ in semantic]),
+                dict.fromkeys([k for k, _ in keyword_top] + [k for k, _ in semantic]),
             )
         scored, weights = fuse(
             keyword,
@@ -506,7 +524,10 @@ class Retriever:
             texts = store.match_texts(s.key for s in scored)
             apply_exact_boost(scored, texts, list(plan.identifiers), fusion.exact_boost)
         blend_document(scored, fusion.document_weight)
-        return Ranking(order_by_tier(finalize(scored), tiers), weights, name, c.warnings)
+        ranked = finalize(scored)
+        if tail:
+            ranked += _keyword_tail(tail, ranked)
+        return Ranking(order_by_tier(ranked, tiers), weights, name, c.warnings)
 
     # -- resolution ---------------------------------------------------------------------
     def _like(self, plan: QueryPlan, c: _Compiler) -> tuple[np.ndarray | None, list[str]]:
@@ -636,6 +657,23 @@ class Retriever:
             weights, [tokens[hashes[k]] for k in found], embedder.token_vectors
         )
         return {k: float(v) for k, v in zip(found, scores, strict=True)}
+
+
+def _keyword_tail(tail: list[tuple[str, float]], ranked: list[Scored]) -> list[Scored]:
+    """The matches past the fused ones, in keyword order, scored below the last fused one."""
+    seen = {s.key for s in ranked}
+    floor = ranked[-1].score if ranked else 1.0
+    top = max((score for _, score in tail), default=0.0) or 1.0
+    return [
+        Scored(
+            key=key,
+            score=floor * 0.999 * max(score, 0.0) / top,
+            keyword=score,
+            keyword_rank=BOOLEAN_FUSED + i + 1,
+        )
+        for i, (key, score) in enumerate(tail)
+        if key not in seen
+    ]
 
 
 def _and(mask: np.ndarray | None, other: np.ndarray) -> np.ndarray:
