@@ -249,6 +249,11 @@ class Store:
         )
         return {r[0]: _file_from_row(r) for r in rows}
 
+    def file_stamps(self) -> dict[str, tuple[int, int]]:
+        """path -> (size, mtime_ns) of every indexed file: what the freshness check compares."""
+        rows = self._conn().execute("SELECT path, size, mtime_ns FROM files")
+        return {r[0]: (int(r[1]), int(r[2])) for r in rows}
+
     def file(self, path: str) -> FileRecord | None:
         row = (
             self._conn()

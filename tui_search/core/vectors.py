@@ -100,7 +100,9 @@ class VectorIndex:
             return
         with self._lock:
             self.remove(keys)
-            self._writable().add(np.asarray(keys, dtype=np.uint64), np.asarray(vectors, dtype=np.float32))
+            self._writable().add(
+                np.asarray(keys, dtype=np.uint64), np.asarray(vectors, dtype=np.float32)
+            )
 
     def remove(self, keys: np.ndarray | list[int]) -> None:
         with self._lock:
