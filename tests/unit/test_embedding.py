@@ -54,8 +54,13 @@ def test_model_folder_loads_as_from_pretrained_does(embedder: Model2VecEmbedder)
         theirs.unk_token_id,
     )
     assert ours.tokenizer.to_str() == theirs.tokenizer.to_str()
+    assert ours.tokens == theirs.tokens  # read lazily by ours
+    assert ours.median_token_length == theirs.median_token_length
+    assert dict(ours.config) == dict(theirs.config)
     texts = ["deploy rollback", "getUserById returns None", *_long_texts()[:2]]
+    assert ours.tokenize(texts) == theirs.tokenize(texts)
     assert np.array_equal(ours.encode(texts), theirs.encode(texts))
+    assert np.array_equal(ours.encode(texts[0]), theirs.encode(texts[0]))
 
 
 def test_token_vectors_are_the_normalised_rows(embedder: Model2VecEmbedder) -> None:
