@@ -246,13 +246,12 @@ class Model2VecEmbedder:
         return self._fingerprint
 
     def encode(self, texts: list[str]) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, self._dim), dtype=np.float32)
-        with self._lock:
-            vectors = self._model.encode(
-                list(texts), batch_size=self.batch_size, show_progress_bar=False
-            )
-        return normalize_rows(vectors)
+        """Mean-pooled, L2-normalised vectors: what ``StaticModel.encode`` computes (a test
+        compares them), from the tokenisation ``encode_with_tokens`` makes; ``encode`` itself
+        would first read and sort the whole vocabulary (50 ms of a command-line search) to cut
+        texts at ``max_length`` times the median token length, a cut the tokenizer's own
+        truncation at ``max_length`` tokens makes anyway for the texts searched."""
+        return self.encode_with_tokens(texts)[0]
 
     # -- token level (TokenEmbedder) -------------------------------------------------------
     def _tokenize(self, texts: list[str]) -> list[list[int]]:
