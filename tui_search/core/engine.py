@@ -21,7 +21,7 @@ from tui_search.core.indexer import Indexer, Progress, ProgressCallback, SyncRep
 from tui_search.core.lexical import LexicalParams
 from tui_search.core.plan import Mode, QueryPlan, as_mode
 from tui_search.core.query import applied_operators
-from tui_search.core.ranking import FusionParams, Scored
+from tui_search.core.ranking import FusionParams, Scored, document_of
 from tui_search.core.reading import Reading
 from tui_search.core.results import (
     DocumentGroup,
@@ -449,8 +449,8 @@ class SearchEngine:
         store = self.index.store
         doc_paths = self.index.doc_paths()
         paths: dict[str, str] = {}
-        for s in ranking.ranked:  # a chunk key is "<doc>:<slug>#<n>"; slugs hold no ":"
-            path = doc_paths.get(s.key.rsplit("#", 1)[0].rsplit(":", 1)[0])
+        for s in ranking.ranked:
+            path = doc_paths.get(document_of(s.key))
             if path is not None:
                 paths[s.key] = path
         ranked = [s for s in ranking.ranked if s.key in paths]  # a file removed meanwhile

@@ -604,9 +604,8 @@ class Retriever:
             k = min(MAX_FILTERED_K, int(depth * 1.5 / max(share, 1e-6)) + 1)
         found = vi.search(qvec, k)
         if allowed is not None and found:
-            ok = np.isin(
-                np.fromiter((v for v, _ in found), dtype=np.uint64, count=len(found)),
-                snap.vkeys[allowed],
+            ok = snap.vkeys_allowed(
+                np.fromiter((v for v, _ in found), dtype=np.uint64, count=len(found)), allowed
             )
             found = [f for f, keep in zip(found, ok, strict=True) if keep]
         keys = self.index.store.keys_for_vkeys(v for v, _ in found[: depth * 2])
