@@ -753,13 +753,12 @@ class LexicalSnapshot:
         return order, vkeys[order]
 
     def keys(self, docnums: Iterable[int]) -> list[str]:
-        docs = [int(n) for n in docnums]
+        docs = docnums if isinstance(docnums, list) else [int(n) for n in docnums]
         if self._keys is None and len(docs) < 256:
             return [self.searcher.stored_fields(n)["key"] for n in docs]
         self._load_keys()
         assert self._keys is not None
-        keys = self._keys
-        return [keys[n] for n in docs]
+        return list(map(self._keys.__getitem__, docs))
 
     def live(self) -> np.ndarray:
         """The documents not deleted."""
@@ -831,7 +830,8 @@ class LexicalSnapshot:
         if clauses is not None:
             # plain weighted disjunction: the same BM25F scores, computed with numpy
             ranked = self._fast.search(s, clauses, limit, allowed, file_weight=file_weight)
-            return list(zip(self.keys(d for d, _ in ranked), (sc for _, sc in ranked), strict=True))
+            docs = [d for d, _ in ranked]
+            return list(zip(self.keys(docs), [sc for _, sc in ranked], strict=True))
         results = s.search(query, limit=limit, terms=False)
         hits = [(hit.docnum, float(hit.score)) for hit in results]
         if allowed is not None:

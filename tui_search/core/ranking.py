@@ -6,7 +6,7 @@ import functools
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from tui_search.config import Settings
 
@@ -48,7 +48,7 @@ class Scored:
     boost: float = 1.0
     #: The best score among the candidates of the same document (``blend_document``).
     document: float = 0.0
-    matched_identifiers: list[str] = field(default_factory=list)
+    matched_identifiers: tuple[str, ...] = ()
 
     def explain(self, weights: tuple[float, float], fusion: str) -> dict[str, object]:
         return {
@@ -173,7 +173,7 @@ def apply_exact_boost(
         return
     for s in scored:
         text = texts.get(s.key, "")
-        found = [i for i in identifiers if contains_identifier(text, i)]
+        found = tuple(i for i in identifiers if contains_identifier(text, i))
         if found:
             s.matched_identifiers = found
             s.boost = factor ** len(found)
