@@ -35,21 +35,21 @@ class Highlighter:
     def __init__(self, terms: Iterable[str], identifiers: Iterable[str] = ()) -> None:
         self.terms = frozenset(terms)
         self.identifiers = frozenset(identifiers)
-        self._seen: dict[str, bool] = {}  # word -> matches (a page repeats its words)
+        self._known: set[str] = set()  # words already looked at (a page repeats its words)
+        self._matching: set[str] = set()  # those of them that match
+        self._patterns: dict[frozenset[str], re.Pattern[str]] = {}
 
-    def _hits(self, words: Iterable[str]) -> set[str]:
-        """The words among ``words`` that match."""
-        seen, terms = self._seen, self.terms
-        out = set()
-        for word in words:
-            hit = seen.get(word)
-            if hit is None:
-                hit = seen[word] = word in self.identifiers or not terms.isdisjoint(
-                    word_terms(word)
-                )
-            if hit:
-                out.add(word)
-        return out
+    def _hits(self, words: set[str]) -> set[str]:
+        """The words among ``words`` that match: each word is analysed once per query, and
+        a page's texts, which share most words, cost two set operations each."""
+        new = words - self._known
+        if new:
+            terms, idents = self.terms, self.identifiers
+            for word in new:
+                if word in idents or not terms.isdisjoint(word_terms(word)):
+                    self._matching.add(word)
+            self._known |= new
+        return words & self._matching
 
     def __bool__(self) -> bool:
         return bool(self.terms or self.identifiers)
@@ -64,7 +64,9 @@ class Highlighter:
     def _window_matches(self, text: str, chars: int | None) -> list[tuple[int, int, bool]]:
         """(start, end, is an identifier) of the matching words; with ``chars``, only those a
         snippet of ``chars`` can show: the scan stops once past the window around the first
-        match (the first identifier match when there is one)."""
+        match (the first identifier match when there is one). The words of the text are
+        listed in one C pass; the matching ones are then found by a pattern of just those
+        words (kept for the page: its texts share them), not by walking every word."""
         if not self:
             return []
         hits = self._hits(set(_WORD_RE.findall(text)))
@@ -74,16 +76,25 @@ class Highlighter:
         want_ident = not hits.isdisjoint(idents)
         out: list[tuple[int, int, bool]] = []
         anchor: int | None = None
-        for m in _WORD_RE.finditer(text):
-            word = m.group(0)
+        for m in self._pattern(frozenset(hits)).finditer(text):
             if anchor is not None and chars is not None and m.start() > anchor + chars:
                 break
-            if word in hits:
-                ident = word in idents
-                out.append((m.start(), m.end(), ident))
-                if anchor is None and (ident or not want_ident):
-                    anchor = m.start()
+            ident = m.group(0) in idents
+            out.append((m.start(), m.end(), ident))
+            if anchor is None and (ident or not want_ident):
+                anchor = m.start()
         return out
+
+    def _pattern(self, words: frozenset[str]) -> re.Pattern[str]:
+        """The occurrences of ``words`` that ``_WORD_RE`` reads as whole words: not inside a
+        longer word, nor a part of a dotted or colon-joined one (``a.b`` is one word)."""
+        found = self._patterns.get(words)
+        if found is None:
+            alternatives = "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
+            found = re.compile(rf"(?<![\w])(?<![\w][.:])(?:{alternatives})(?!\w|[.:]\w)")
+            if len(self._patterns) < 256:
+                self._patterns[words] = found
+        return found
 
     def snippet(self, content: str, chars: int) -> Snippet:
         """A window of ``chars`` characters centred on the first match (an identifier of
