@@ -69,6 +69,14 @@ class Highlighter:
         words (kept for the page: its texts share them), not by walking every word."""
         if not self:
             return []
+        if chars is not None and not self.identifiers and len(text) > 4 * chars:
+            # the window follows the first match: when it lies well inside a prefix of the
+            # text (cut at whitespace, so no word is cut), the rest need not be read
+            cut = max(text.rfind(" ", 0, 4 * chars), text.rfind("\n", 0, 4 * chars))
+            if cut > 0:
+                early = self._window_matches(text[:cut], chars)
+                if early and early[0][0] + chars < cut:
+                    return early
         hits = self._hits(set(_WORD_RE.findall(text)))
         if not hits:
             return []
