@@ -37,7 +37,6 @@ class Highlighter:
         self.identifiers = frozenset(identifiers)
         self._known: set[str] = set()  # words already looked at (a page repeats its words)
         self._matching: set[str] = set()  # those of them that match
-        self._patterns: dict[frozenset[str], re.Pattern[str]] = {}
 
     def _hits(self, words: set[str]) -> set[str]:
         """The words among ``words`` that match: each word is analysed once per query, and
@@ -65,8 +64,8 @@ class Highlighter:
         """(start, end, is an identifier) of the matching words; with ``chars``, only those a
         snippet of ``chars`` can show: the scan stops once past the window around the first
         match (the first identifier match when there is one). The words of the text are
-        listed in one C pass; the matching ones are then found by a pattern of just those
-        words (kept for the page: its texts share them), not by walking every word."""
+        listed in one C pass, and only the matching ones are looked for (``str.find``), not
+        every word walked in Python."""
         if not self:
             return []
         if chars is not None and not self.identifiers and len(text) > 4 * chars:
@@ -82,27 +81,17 @@ class Highlighter:
             return []
         idents = self.identifiers
         want_ident = not hits.isdisjoint(idents)
+        found = sorted((i, word) for word in hits for i in _occurrences(text, word))
         out: list[tuple[int, int, bool]] = []
         anchor: int | None = None
-        for m in self._pattern(frozenset(hits)).finditer(text):
-            if anchor is not None and chars is not None and m.start() > anchor + chars:
+        for i, word in found:
+            if anchor is not None and chars is not None and i > anchor + chars:
                 break
-            ident = m.group(0) in idents
-            out.append((m.start(), m.end(), ident))
+            ident = word in idents
+            out.append((i, i + len(word), ident))
             if anchor is None and (ident or not want_ident):
-                anchor = m.start()
+                anchor = i
         return out
-
-    def _pattern(self, words: frozenset[str]) -> re.Pattern[str]:
-        """The occurrences of ``words`` that ``_WORD_RE`` reads as whole words: not inside a
-        longer word, nor a part of a dotted or colon-joined one (``a.b`` is one word)."""
-        found = self._patterns.get(words)
-        if found is None:
-            alternatives = "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
-            found = re.compile(rf"(?<![\w])(?<![\w][.:])(?:{alternatives})(?!\w|[.:]\w)")
-            if len(self._patterns) < 256:
-                self._patterns[words] = found
-        return found
 
     def snippet(self, content: str, chars: int) -> Snippet:
         """A window of ``chars`` characters centred on the first match (an identifier of
@@ -130,6 +119,32 @@ class Highlighter:
         shift = len(prefix) - start
         kept = tuple((s + shift, e + shift) for s, e, _ in matches if s >= start and e <= end)
         return Snippet(prefix + cleaned + suffix, kept)
+
+
+def _is_word_char(c: str) -> bool:
+    return c.isalnum() or c == "_"  # what \\w matches in a str pattern
+
+
+def _occurrences(text: str, word: str) -> list[int]:
+    """Where ``word`` stands in ``text`` as ``_WORD_RE`` reads it: a whole word, not inside a
+    longer one, nor a part of a dotted or colon-joined one (``a.b`` is one word)."""
+    out = []
+    n, size = len(word), len(text)
+    i = text.find(word)
+    while i >= 0:
+        j = i + n
+        before = i > 0 and (
+            _is_word_char(text[i - 1])
+            or (text[i - 1] in ".:" and i >= 2 and _is_word_char(text[i - 2]))
+        )
+        after = j < size and (
+            _is_word_char(text[j])
+            or (text[j] in ".:" and j + 1 < size and _is_word_char(text[j + 1]))
+        )
+        if not before and not after:
+            out.append(i)
+        i = text.find(word, i + 1)
+    return out
 
 
 _FLATTEN = str.maketrans({"\n": " ", "\r": " ", "\t": " "})
