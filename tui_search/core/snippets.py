@@ -122,7 +122,7 @@ class Highlighter:
 
 
 def _is_word_char(c: str) -> bool:
-    return c.isalnum() or c == "_"  # what \\w matches in a str pattern
+    return c.isalnum() or c == "_"  # what \w matches in a str pattern
 
 
 def _occurrences(text: str, word: str) -> list[int]:
