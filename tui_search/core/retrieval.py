@@ -57,6 +57,7 @@ from tui_search.core.ranking import (
     Scored,
     apply_exact_boost,
     blend_document,
+    document_of,
     finalize,
     fuse,
 )
@@ -71,6 +72,8 @@ if TYPE_CHECKING:  # networkx loads only when a query names documents
 BOOLEAN_FUSED = 1000
 #: Distinct-token arrays kept for soft matching, by chunk content hash (~0.5 KB each).
 TOKEN_CACHE_SIZE = 50_000
+#: Documents whose mean chunk vector is kept (float32: 2.5 KB each with the shipped model).
+FILE_VECTOR_CACHE_SIZE = 20_000
 #: Up to this many allowed chunks, the semantic arm scores them all exactly (vectors read from
 #: the in-memory vector index: ~5 us each); above, it searches the graph deeper and filters.
 EXACT_VECTOR_LIMIT = 5_000
@@ -399,6 +402,10 @@ class Retriever:
         self._cache_lock = threading.Lock()
         self._query_cache: dict[str, np.ndarray] = {}
         self._token_cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        # document id -> its mean chunk vector (unit length), valid for one generation of
+        # the vector index (any vector added, removed or reloaded clears it)
+        self._file_vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._file_vectors_generation = -1
 
     def embed_query(self, text: str) -> np.ndarray:
         with self._cache_lock:
@@ -419,6 +426,8 @@ class Retriever:
         if plan.listing:
             return "fixed"
         blend = f", document best x{fusion.document_weight:g}" if fusion.document_weight > 0 else ""
+        if fusion.file_vector_weight > 0:
+            blend += f", cosine {fusion.file_vector_weight:g} from the file's mean vector"
         if self.soft_matching(fusion):
             return (
                 f"convex(min-max), semantic side {1 - fusion.soft_share:g} cosine + "
@@ -500,6 +509,10 @@ class Retriever:
                     sim = sims.get(vector_key(k))
                     if sim is not None:
                         lookup[k] = sim
+        if qvec is not None and fusion.file_vector_weight > 0 and (semantic or lookup):
+            semantic, lookup = self._mix_file_cosine(
+                qvec, semantic, lookup, fusion.file_vector_weight
+            )
         soft: dict[str, float] | None = None
         if (
             mode != "keyword"
@@ -612,6 +625,71 @@ class Retriever:
         keys = self.index.store.keys_for_vkeys(v for v, _ in found[: depth * 2])
         # a vector without a chunk is stale (a crash left it): skip it
         return [(keys[v], sim) for v, sim in found if v in keys][:depth]
+
+    def _mix_file_cosine(
+        self,
+        qvec: np.ndarray,
+        semantic: list[tuple[str, float]],
+        lookup: dict[str, float],
+        weight: float,
+    ) -> tuple[list[tuple[str, float]], dict[str, float]]:
+        """Each candidate's cosine becomes ``(1 - weight) * its own + weight * the cosine of
+        its document's mean chunk vector``: a section of a file that is about the query as a
+        whole gains. The semantic arm's candidates (and their order) stay the chunk cosine's."""
+        docs = {document_of(k) for k, _ in semantic} | {document_of(k) for k in lookup}
+        means = self.file_vectors(docs)
+        if not means:
+            return semantic, lookup
+        names = list(means)
+        sims = dict(zip(names, (np.stack([means[d] for d in names]) @ qvec).tolist(), strict=True))
+        own = 1.0 - weight
+
+        def mix(key: str, cos: float) -> float:
+            file_cos = sims.get(document_of(key))
+            return cos if file_cos is None else own * cos + weight * file_cos
+
+        return [(k, mix(k, c)) for k, c in semantic], {k: mix(k, c) for k, c in lookup.items()}
+
+    def file_vectors(self, docs: Iterable[str]) -> dict[str, np.ndarray]:
+        """The mean chunk vector (unit length) of each document that has vectors, computed
+        from the vector index and kept until its vectors change."""
+        vi = self.index.vectors
+        generation = vi.generation
+        found: dict[str, np.ndarray] = {}
+        missing: list[str] = []
+        with self._cache_lock:
+            if generation != self._file_vectors_generation:
+                self._file_vectors.clear()
+                self._file_vectors_generation = generation
+            for d in docs:
+                vec = self._file_vectors.get(d)
+                if vec is None:
+                    missing.append(d)
+                else:
+                    self._file_vectors.move_to_end(d)
+                    found[d] = vec
+        if not missing:
+            return found
+        by_doc = self.index.store.vkeys_of_docs(missing)
+        wanted = [v for vkeys in by_doc.values() for v in vkeys]
+        keys, vecs = vi.get(np.asarray(wanted, dtype=np.uint64))
+        row_of = {int(k): i for i, k in enumerate(keys.tolist())}
+        fresh: dict[str, np.ndarray] = {}
+        for doc, vkeys in by_doc.items():
+            rows = [row_of[v] for v in vkeys if v in row_of]
+            if not rows:
+                continue  # no vectors yet
+            mean = vecs[rows].mean(axis=0)
+            norm = float(np.linalg.norm(mean))
+            if norm > 0:
+                fresh[doc] = (mean / norm).astype(np.float32)
+        found.update(fresh)
+        with self._cache_lock:
+            if vi.generation == generation == self._file_vectors_generation:
+                self._file_vectors.update(fresh)
+                while len(self._file_vectors) > FILE_VECTOR_CACHE_SIZE:
+                    self._file_vectors.popitem(last=False)
+        return found
 
     def _soft_match(self, text: str, keys: Iterable[str]) -> dict[str, float]:
         """Soft term-match score of each candidate chunk (``core.softmatch``)."""

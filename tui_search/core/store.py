@@ -388,6 +388,16 @@ class Store:
         )
         return [(int(k), unpack_vector(b)) for k, b in rows]
 
+    def vkeys_of_docs(self, docs: Iterable[str]) -> dict[str, list[int]]:
+        """Document id -> the vector keys of all its chunks."""
+        out: dict[str, list[int]] = {}
+        sql = (
+            "SELECT f.doc, c.vkey FROM files f JOIN chunks c ON c.path = f.path WHERE f.doc IN {in}"
+        )
+        for doc, vkey in self.select_in(sql, docs):
+            out.setdefault(doc, []).append(int(vkey))
+        return out
+
     def keys_for_vkeys(self, vkeys: Iterable[int]) -> dict[int, str]:
         """Vector key -> chunk key (keys without a chunk, e.g. stale vectors, are left out)."""
         sql = "SELECT vkey, key FROM chunks WHERE vkey IN {in}"
