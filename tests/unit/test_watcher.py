@@ -513,13 +513,15 @@ def assert_file_cosines(engine: SearchEngine, query: str) -> None:
 
 def test_file_mean_vectors_follow_live_edits(ws: Path, engine, watch) -> None:  # type: ignore[no-untyped-def]
     """The semantic side mixes each cosine with the cosine of the file's mean chunk vector;
-    the retriever keeps those means between queries, and an edit, a new section, a new file
-    or a delete seen by the watcher must never leave a stale one in use."""
+    the manifest keeps those means, and an edit, a new section, a new file or a delete seen
+    by the watcher must never leave a stale one in use."""
     assert engine.fusion.file_vector_weight > 0
     query = "bananas plantations and capybaras"
     assert_file_cosines(engine, query)
-    cached = set(engine.retriever._file_vectors)
-    assert "notes" in cached and "docs/a" in cached
+    assert set(engine.indexer.store.file_vectors(["notes", "docs/a", "nothing"])) == {
+        "notes",
+        "docs/a",
+    }
     _, rec = watch()
 
     write(ws / "notes.md", NOTES.replace("bananas and plantations", "capybaras and rivers"))
@@ -538,7 +540,7 @@ def test_file_mean_vectors_follow_live_edits(ws: Path, engine, watch) -> None:  
     (ws / "docs" / "b.md").unlink()
     wait_for(lambda: "docs/b.md" in rec.removed(), what="the delete")
     assert_file_cosines(engine, query)
-    assert "docs/b" not in engine.retriever._file_vectors
+    assert engine.indexer.store.file_vectors(["docs/b"]) == {}
     assert rec.errors == []
 
 
@@ -551,6 +553,27 @@ def test_file_vector_weight_comes_from_settings(
         eng.sync()
         assert eng.fusion.file_vector_weight == weight
         assert_file_cosines(eng, "apples and badgers")
-        assert bool(eng.retriever._file_vectors) == (weight > 0)
         fusion = eng.search("apples", limit=1, explain=True).hits[0].scores["fusion"]
         assert ("file's mean vector" in fusion) == (weight > 0)
+
+
+def test_an_older_index_gets_its_file_vectors_once(ws: Path, engine) -> None:  # type: ignore[no-untyped-def]
+    """An index written before the file vectors existed (no rows, no meta flag) is filled in
+    by the next sync; a search before that mixes nothing in (the chunk cosine alone)."""
+    store = engine.indexer.store
+    with store.transaction() as conn:
+        conn.execute("DELETE FROM file_vectors")
+        conn.execute("DELETE FROM meta WHERE key = 'file_vectors'")
+    ranked, _ = engine.rank("apples and badgers", mode="semantic")
+    want = expected_cosines(engine, "apples and badgers", 0.0)
+    assert all(s.semantic == pytest.approx(want[s.key], abs=2e-3) for s in ranked)
+    engine.sync()
+    assert store.get_meta("file_vectors") == "1"
+    assert set(store.file_vectors(engine.retriever.index.doc_paths())) == {
+        "notes",
+        "docs/a",
+        "docs/b",
+        "docs/sub/c",
+        "drafts/d",
+    }
+    assert_file_cosines(engine, "apples and badgers")

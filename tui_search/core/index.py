@@ -190,7 +190,7 @@ class SearchIndex:
             top, _ = self.store.vector_log_since(0)
             vi.clear()
             for keys, vecs in self.store.iter_vectors():
-                vi.add(keys, vecs)
+                vi.index.add(keys, vecs)
             vi.save()
             self.store.vectors_saved(top)
             self._vectors_seq = top

@@ -72,8 +72,6 @@ if TYPE_CHECKING:  # networkx loads only when a query names documents
 BOOLEAN_FUSED = 1000
 #: Distinct-token arrays kept for soft matching, by chunk content hash (~0.5 KB each).
 TOKEN_CACHE_SIZE = 50_000
-#: Documents whose mean chunk vector is kept (float32: 2.5 KB each with the shipped model).
-FILE_VECTOR_CACHE_SIZE = 20_000
 #: Up to this many allowed chunks, the semantic arm scores them all exactly (vectors read from
 #: the in-memory vector index: ~5 us each); above, it searches the graph deeper and filters.
 EXACT_VECTOR_LIMIT = 5_000
@@ -402,10 +400,6 @@ class Retriever:
         self._cache_lock = threading.Lock()
         self._query_cache: dict[str, np.ndarray] = {}
         self._token_cache: OrderedDict[str, np.ndarray] = OrderedDict()
-        # document id -> its mean chunk vector (unit length), valid for one generation of
-        # the vector index (any vector added, removed or reloaded clears it)
-        self._file_vectors: OrderedDict[str, np.ndarray] = OrderedDict()
-        self._file_vectors_generation = -1
 
     def embed_query(self, text: str) -> np.ndarray:
         with self._cache_lock:
@@ -635,9 +629,10 @@ class Retriever:
     ) -> tuple[list[tuple[str, float]], dict[str, float]]:
         """Each candidate's cosine becomes ``(1 - weight) * its own + weight * the cosine of
         its document's mean chunk vector``: a section of a file that is about the query as a
-        whole gains. The semantic arm's candidates (and their order) stay the chunk cosine's."""
+        whole gains. The semantic arm's candidates (and their order) stay the chunk cosine's.
+        The means are read from the manifest, which rewrites a file's mean with its vectors."""
         docs = {document_of(k) for k, _ in semantic} | {document_of(k) for k in lookup}
-        means = self.file_vectors(docs)
+        means = self.index.store.file_vectors(docs)
         if not means:
             return semantic, lookup
         names = list(means)
@@ -649,47 +644,6 @@ class Retriever:
             return cos if file_cos is None else own * cos + weight * file_cos
 
         return [(k, mix(k, c)) for k, c in semantic], {k: mix(k, c) for k, c in lookup.items()}
-
-    def file_vectors(self, docs: Iterable[str]) -> dict[str, np.ndarray]:
-        """The mean chunk vector (unit length) of each document that has vectors, computed
-        from the vector index and kept until its vectors change."""
-        vi = self.index.vectors
-        generation = vi.generation
-        found: dict[str, np.ndarray] = {}
-        missing: list[str] = []
-        with self._cache_lock:
-            if generation != self._file_vectors_generation:
-                self._file_vectors.clear()
-                self._file_vectors_generation = generation
-            for d in docs:
-                vec = self._file_vectors.get(d)
-                if vec is None:
-                    missing.append(d)
-                else:
-                    self._file_vectors.move_to_end(d)
-                    found[d] = vec
-        if not missing:
-            return found
-        by_doc = self.index.store.vkeys_of_docs(missing)
-        wanted = [v for vkeys in by_doc.values() for v in vkeys]
-        keys, vecs = vi.get(np.asarray(wanted, dtype=np.uint64))
-        row_of = {int(k): i for i, k in enumerate(keys.tolist())}
-        fresh: dict[str, np.ndarray] = {}
-        for doc, vkeys in by_doc.items():
-            rows = [row_of[v] for v in vkeys if v in row_of]
-            if not rows:
-                continue  # no vectors yet
-            mean = vecs[rows].mean(axis=0)
-            norm = float(np.linalg.norm(mean))
-            if norm > 0:
-                fresh[doc] = (mean / norm).astype(np.float32)
-        found.update(fresh)
-        with self._cache_lock:
-            if vi.generation == generation == self._file_vectors_generation:
-                self._file_vectors.update(fresh)
-                while len(self._file_vectors) > FILE_VECTOR_CACHE_SIZE:
-                    self._file_vectors.popitem(last=False)
-        return found
 
     def _soft_match(self, text: str, keys: Iterable[str]) -> dict[str, float]:
         """Soft term-match score of each candidate chunk (``core.softmatch``)."""

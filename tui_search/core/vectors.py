@@ -26,9 +26,6 @@ class VectorIndex:
         self.dim = dim
         self._lock = threading.RLock()
         self._stamp: tuple[int, int] | None = None
-        #: Bumped on every change of the vectors held (add, remove, clear, reload): what
-        #: is derived from them (the retriever's file mean vectors) is valid for one value.
-        self.generation = 0
         self.index = self._load_or_new()
 
     def _new(self) -> Index:
@@ -71,7 +68,6 @@ class VectorIndex:
             stamp = self._file_stamp()
             if stamp is not None and stamp != self._stamp:
                 self.index = self._load_or_new()
-                self.generation += 1
                 return True
             return False
 
@@ -83,25 +79,17 @@ class VectorIndex:
             return
         with self._lock:
             self.remove(keys)
-            self.add(keys, vectors)
-
-    def add(self, keys: np.ndarray, vectors: np.ndarray) -> None:
-        """Add vectors whose keys are not in the index yet (``upsert`` replaces)."""
-        with self._lock:
             self.index.add(np.asarray(keys, dtype=np.uint64), np.asarray(vectors, dtype=np.float32))
-            self.generation += 1
 
     def remove(self, keys: np.ndarray | list[int]) -> None:
         with self._lock:
             present = [int(k) for k in keys if int(k) in self.index]
             if present:
                 self.index.remove(np.asarray(present, dtype=np.uint64))
-                self.generation += 1
 
     def clear(self) -> None:
         with self._lock:
             self.index = self._new()
-            self.generation += 1
 
     def save(self) -> None:
         with self._lock:
