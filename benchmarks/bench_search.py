@@ -105,6 +105,7 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3, help="runs per query (median kept)")
     ap.add_argument("--extra", action="append", default=[], help="an extra filter query")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--slowest", type=int, default=0, help="print the N slowest queries per call")
     args = ap.parse_args()
 
     engine = SearchEngine(Settings(workspace=args.workspace, index_dir=args.index_dir))
@@ -144,6 +145,11 @@ def main() -> int:
         print(
             f"{name:<34} p50 {p50:8.1f} ms  p95 {p95:8.1f} ms  p95/rank p95 {p95 / rank_p95:5.2f}"
         )
+    if args.slowest:
+        named = {name: natural for name in calls} | {"filters, search(limit=50, group)": filters}
+        for name, values in lat.items():
+            worst = sorted(zip(values, named[name], strict=True), reverse=True)[: args.slowest]
+            print(f"slowest {name}: " + "; ".join(f"{ms:.0f} ms {q!r}" for ms, q in worst))
     figures["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     print(f"peak RSS {figures['peak_rss_mb']} MB")
     if args.json:

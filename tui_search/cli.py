@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 import time
@@ -336,5 +337,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
 
+def run() -> None:
+    """The console entry point: ``main``, then leave at once. Output is flushed and logging
+    shut down first; what is skipped is the interpreter's teardown of every imported module
+    (about 70 ms of each command-line search, measured by ``benchmarks/bench_cli.py``)."""
+    code = main()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BrokenPipeError:
+        pass  # the reader went away: nothing more to say
+    except ValueError:
+        pass  # a stream closed by the command (nothing buffered is left in it)
+    logging.shutdown()
+    os._exit(code)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    run()

@@ -176,6 +176,39 @@ def test_console_script_runs_as_a_process(ws: Path, tmp_path: Path) -> None:
     assert "LUMEN_DB_URL" in top["content"] + top["heading"]
 
 
+def test_console_entry_flushes_everything_and_keeps_the_exit_code(ws: Path, tmp_path: Path) -> None:
+    """The entry point leaves with os._exit (no interpreter teardown): a long output still
+    arrives whole through a pipe, and a failing command still reports and exits non-zero."""
+    base = [sys.executable, "-m", "tui_search.cli"]
+    where = ["--workspace", str(ws), "--index-dir", str(tmp_path / "p")]
+    big = subprocess.run(
+        [*base, "search", "the", "--json", "--limit", "200", "--explain", *where],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert big.returncode == 0, big.stderr
+    assert len(big.stdout) > 65_536  # more than a pipe buffer
+    assert json.loads(big.stdout)["results"]
+    bad = subprocess.run(
+        [
+            *base,
+            "search",
+            "x",
+            "--workspace",
+            str(tmp_path / "missing"),
+            "--index-dir",
+            str(tmp_path / "q"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert bad.returncode != 0 and bad.stderr.strip() and "Traceback" not in bad.stderr
+
+
 class _noop:
     def __enter__(self) -> None:
         return None

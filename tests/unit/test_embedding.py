@@ -54,8 +54,34 @@ def test_model_folder_loads_as_from_pretrained_does(embedder: Model2VecEmbedder)
         theirs.unk_token_id,
     )
     assert ours.tokenizer.to_str() == theirs.tokenizer.to_str()
+    assert ours.tokens == theirs.tokens  # read lazily by ours
+    assert ours.median_token_length == theirs.median_token_length
+    assert dict(ours.config) == dict(theirs.config)
     texts = ["deploy rollback", "getUserById returns None", *_long_texts()[:2]]
+    assert ours.tokenize(texts) == theirs.tokenize(texts)
     assert np.array_equal(ours.encode(texts), theirs.encode(texts))
+    assert np.array_equal(ours.encode(texts[0]), theirs.encode(texts[0]))
+
+
+def test_encode_is_model2vec_encode(embedder: Model2VecEmbedder) -> None:
+    """Queries are embedded as ``StaticModel.encode`` embeds them (normalised)."""
+    from model2vec import StaticModel
+
+    from tui_search.core.embedding import normalize_rows
+
+    theirs = StaticModel.from_pretrained(str(DEFAULT_MODEL_DIR))
+    texts = [
+        "deploy rollback",
+        "getUserById returns None",
+        "how do I undo a release that broke prod?",
+        "",
+        "Invoke-Command -ComputerName Server01 -ScriptBlock { Get-Process }",
+        "schéma de données — naïve façade 数据库",
+    ]
+    ours = embedder.encode(texts)
+    want = normalize_rows(theirs.encode(texts))
+    assert ours.shape == want.shape
+    assert np.allclose(ours, want, atol=1e-6)
 
 
 def test_token_vectors_are_the_normalised_rows(embedder: Model2VecEmbedder) -> None:

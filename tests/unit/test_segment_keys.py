@@ -50,3 +50,30 @@ def test_segment_keys_survive_a_new_process(tmp_path: Path) -> None:
     victim.write_bytes(b"garbage")
     third = LexicalIndex(tmp_path / "whoosh")
     assert third._doc_keys(third.searcher())[0] == keys
+
+
+def test_file_tables_survive_a_new_process(tmp_path: Path) -> None:
+    """Whole-file BM25F groups chunks by file: that table is read out of each segment once
+    and kept on disk; a new process reads it back and ranks identically."""
+    from whoosh import query as Q
+
+    lex = LexicalIndex(tmp_path / "whoosh")
+    lex.write([], [_record(i) for i in range(30)])
+    lex.write([], [_record(i) for i in range(30, 40)])
+    query = Q.Or([Q.Term("body", "raccoon"), Q.Term("body", "climb")])
+    first = lex.snapshot().search(query, 10, file_weight=0.3)
+    tables = sorted(p.name.split(".", 1)[1] for p in (tmp_path / "segment-keys").iterdir())
+    assert tables.count("doc-of") == 2 and tables.count("doc-names") == 2
+
+    again = LexicalIndex(tmp_path / "whoosh")
+    segments = again._fast._segments(again.searcher())
+    assert all(seg.file_local is None for seg in segments)  # nothing in memory yet
+    assert again.snapshot().search(query, 10, file_weight=0.3) == first
+    names = [n for seg in segments for n in (seg.file_names or [])]
+    assert sorted(names) == sorted(f"notes/n{i}" for i in range(40))
+
+    # a table of the wrong length is not trusted: the segment is read again
+    for victim in (tmp_path / "segment-keys").glob("*.doc-of"):
+        victim.write_bytes(b"\x00\x00\x00\x00")
+    third = LexicalIndex(tmp_path / "whoosh")
+    assert third.snapshot().search(query, 10, file_weight=0.3) == first

@@ -23,6 +23,8 @@ from whoosh import query as Q
 from whoosh.codec.whoosh3 import W3LeafMatcher
 from whoosh.util.numlists import delta_decode
 
+from tui_search.core.segcache import SegmentCache
+
 try:  # whoosh keeps the length quantisation here
     from whoosh.util.numeric import byte_to_length
 except ImportError:  # pragma: no cover - older layouts
@@ -101,8 +103,15 @@ def _length_bytes(column: Any, n: int) -> np.ndarray:
 class FastBM25:
     """BM25F over one Whoosh searcher's segments; caches per-segment arrays by segment id."""
 
-    def __init__(self, B: float = 0.75, K1: float = 1.2, postings_cache_mb: int = 128) -> None:
+    def __init__(
+        self,
+        B: float = 0.75,
+        K1: float = 1.2,
+        postings_cache_mb: int = 128,
+        disk: SegmentCache | None = None,
+    ) -> None:
         self.B = B
+        self._disk = disk
         self.K1 = K1
         self._cache: dict[str, _Segment] = {}
         self._lock = threading.Lock()
@@ -235,6 +244,19 @@ class FastBM25:
         """Local docnum -> the segment's file ordinal, from the postings of ``file_field``
         (one term per file); read once per segment (a segment never changes)."""
         if seg.file_local is None or seg.file_names is None:
+            if self._disk is not None and not seg.seg_id.startswith("mem"):
+                names_read = self._disk.read_strings(seg.seg_id, f"{file_field}-names")
+                local_read = self._disk.read_array(
+                    seg.seg_id, f"{file_field}-of", np.int32, seg.doc_count_all
+                )
+                if (
+                    names_read is not None
+                    and local_read is not None
+                    and int(local_read.max(initial=-1)) < len(names_read)
+                ):
+                    seg.file_local = local_read.astype(np.int64)
+                    seg.file_names = names_read
+                    return seg.file_local, seg.file_names
             local = np.full(seg.doc_count_all, -1, dtype=np.int64)
             names: list[str] = []
             if file_field in seg.reader.schema:
@@ -245,6 +267,11 @@ class FastBM25:
                         local[post[0]] = len(names)
                         names.append(name)
             seg.file_local, seg.file_names = local, names
+            if self._disk is not None and not seg.seg_id.startswith("mem"):
+                self._disk.write(
+                    seg.seg_id,
+                    {f"{file_field}-names": names, f"{file_field}-of": local.astype(np.int32)},
+                )
         return seg.file_local, seg.file_names
 
     def _file_table(self, segments: list[_Segment], file_field: str) -> _FileTable:

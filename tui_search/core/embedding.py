@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
 import threading
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 import numpy as np
 
@@ -110,6 +111,59 @@ def _prefix(text: str, chars: int) -> str:
 MODEL2VEC_FILES = ("config.json", "model.safetensors", "tokenizer.json")
 
 
+@functools.cache
+def _light_model_class() -> Any:
+    """A ``StaticModel`` whose constructor skips two costs of ``StaticModel.__init__`` (about
+    80 ms of every command-line search): a deep copy of the tokenizer (ours was just read from
+    the file and nobody else holds it) and sorting the vocabulary into ``tokens`` (read here
+    only when asked: ``median_token_length`` needs it in ``encode``). Otherwise the same
+    attributes, set the same way; a test compares it with ``StaticModel.from_pretrained``.
+    None when model2vec's helpers have moved (then ``StaticModel`` itself is used)."""
+    try:
+        from model2vec import StaticModel
+        from model2vec.model import _disable_padding, _get_unk_token_id
+    except ImportError:  # pragma: no cover - another model2vec layout
+        return None
+
+    class LightStaticModel(StaticModel):
+        def __init__(
+            self,
+            vectors: np.ndarray,
+            tokenizer: Any,
+            config: dict[str, Any],
+            normalize: bool,
+            weights: np.ndarray | None,
+            token_mapping: np.ndarray | None,
+            max_length: int | None,
+        ) -> None:
+            if token_mapping is None and len(vectors) != tokenizer.get_vocab_size():
+                raise ValueError(
+                    f"{tokenizer.get_vocab_size()} tokens but {len(vectors)} vectors, no mapping"
+                )
+            self.embedding = vectors
+            self.weights = weights
+            self.token_mapping = token_mapping
+            self.tokenizer = tokenizer
+            _disable_padding(self.tokenizer)
+            self.unk_token_id = _get_unk_token_id(self.tokenizer)
+            self.config = cast(Any, {**config})
+            self.base_model_name = None
+            self.language = None
+            self.max_length = max_length
+            self.normalize = normalize
+
+        @functools.cached_property
+        def tokens(self) -> tuple[str, ...]:  # type: ignore[override]
+            vocab = sorted(self.tokenizer.get_vocab().items(), key=lambda x: x[1])
+            return tuple(token for token, _ in vocab)
+
+        @functools.cached_property
+        def median_token_length(self) -> int:  # type: ignore[override]
+            return int(np.median([len(token) for token in self.tokens]))
+
+    return LightStaticModel
+
+
 def _load_model_folder(folder: Path) -> Any:
     """A ``StaticModel`` from a local model2vec folder: what ``StaticModel.from_pretrained``
     builds from one (the same tensors, tokenizer and config: a test compares them), without
@@ -126,7 +180,8 @@ def _load_model_folder(folder: Path) -> Any:
         mapping = tensors.get_tensor("mapping") if "mapping" in names else None
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
-    return StaticModel(
+    light = _light_model_class()
+    return (light or StaticModel)(
         vectors=embeddings,
         tokenizer=tokenizer,
         config=config,
@@ -191,13 +246,12 @@ class Model2VecEmbedder:
         return self._fingerprint
 
     def encode(self, texts: list[str]) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, self._dim), dtype=np.float32)
-        with self._lock:
-            vectors = self._model.encode(
-                list(texts), batch_size=self.batch_size, show_progress_bar=False
-            )
-        return normalize_rows(vectors)
+        """Mean-pooled, L2-normalised vectors: what ``StaticModel.encode`` computes (a test
+        compares them), from the tokenisation ``encode_with_tokens`` makes; ``encode`` itself
+        would first read and sort the whole vocabulary (50 ms of a command-line search) to cut
+        texts at ``max_length`` times the median token length, a cut the tokenizer's own
+        truncation at ``max_length`` tokens makes anyway for the texts searched."""
+        return self.encode_with_tokens(texts)[0]
 
     # -- token level (TokenEmbedder) -------------------------------------------------------
     def _tokenize(self, texts: list[str]) -> list[list[int]]:

@@ -163,16 +163,15 @@ class Indexer:
             emit(Progress("scan", 0, 0, "scanning workspace"))
             skipped: list[Skipped] = []
             discovered = {f.rel_path: f for f in self.workspace.discover(skipped)}
-            known = self.store.files()
+            stamps = self.store.file_stamps()
             to_check = [
                 f
                 for p, f in discovered.items()
-                if p in dirty
-                or p not in known
-                or known[p].size != f.size
-                or known[p].mtime_ns != f.mtime_ns
+                if p in dirty or stamps.get(p) != (f.size, f.mtime_ns)
             ]
-            removed = [p for p in known if p not in discovered]
+            removed = [p for p in stamps if p not in discovered]
+            # the whole records only when something is to be read again
+            known = self.store.files() if to_check else {}
             self._apply(
                 to_check,
                 removed,

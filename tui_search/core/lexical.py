@@ -40,6 +40,7 @@ from whoosh.system import pack_uint
 from tui_search.config import Settings
 from tui_search.core.bm25 import FastBM25, flatten_disjunction
 from tui_search.core.errors import IndexError_
+from tui_search.core.segcache import SegmentCache
 from tui_search.core.store import ChunkRecord, vector_key
 
 #: Writes of at least this many chunks use Whoosh's multi-process writer.
@@ -518,7 +519,9 @@ class LexicalIndex:
         self.params = params or LexicalParams()
         self._lock = threading.Lock()
         self._searcher: Searcher | None = None
-        self._fast = FastBM25(B=self.params.b, K1=self.params.k1)
+        # tables read out of a segment once, kept on disk for every later process
+        self._segments_cache = SegmentCache(directory.parent / "segment-keys")
+        self._fast = FastBM25(B=self.params.b, K1=self.params.k1, disk=self._segments_cache)
         self._keys_cache: dict[str, tuple[list[str], np.ndarray]] = {}
         self.ix = self._open_or_create()
 
@@ -527,8 +530,11 @@ class LexicalIndex:
         if any(self.directory.glob("_MAIN_*.toc")):
             try:
                 ix = whoosh_index.open_dir(str(self.directory))
-                with ix.searcher() as s:
-                    s.doc_count()
+                # the searcher that proves the index readable is the one searches use (opening
+                # one copies every segment's term file into memory: 65 ms at 69k chunks)
+                searcher = ix.searcher(weighting=BM25F(B=self.params.b, K1=self.params.k1))
+                searcher.doc_count()
+                self._searcher = searcher
                 return ix
             except Exception as exc:
                 raise IndexError_(
@@ -634,7 +640,7 @@ class LexicalIndex:
                 cached = self._keys_cache.get(seg_id)
                 if cached is None:
                     cached = self._segment_keys_from_disk(seg_id, leaf.doc_count_all())
-                if cached is None:
+                if cached is None:  # ~1 s at 69k chunks: kept on disk once read
                     seg_keys = [""] * leaf.doc_count_all()
                     for docnum, fields in leaf.iter_docs():
                         seg_keys[docnum] = fields.get("key", "")
@@ -645,56 +651,23 @@ class LexicalIndex:
                     )
                     cached = (seg_keys, seg_vkeys)
                     if seg is not None:
-                        self._segment_keys_to_disk(seg_id, cached)
+                        self._segments_cache.write(
+                            seg_id, {"keys": seg_keys, "vkeys": seg_vkeys.astype(np.uint64)}
+                        )
                 self._keys_cache[seg_id] = cached
                 keys.extend(cached[0])
                 vkeys.append(cached[1])
             for stale in set(self._keys_cache) - live:
                 del self._keys_cache[stale]
-            self._prune_segment_keys(live)
+            self._segments_cache.prune(live)
         return keys, (np.concatenate(vkeys) if vkeys else np.zeros(0, dtype=np.uint64))
-
-    # Reading every stored key of a segment costs ~1 s at 69k chunks (a first filter query, in
-    # every new process); segments never change, so each one's keys are kept on disk beside
-    # the index the first time any process reads them.
-    @property
-    def _keys_dir(self) -> Path:
-        return self.directory.parent / "segment-keys"
 
     def _segment_keys_from_disk(
         self, seg_id: str, count: int
     ) -> tuple[list[str], np.ndarray] | None:
-        base = self._keys_dir / seg_id
-        try:
-            keys = base.with_suffix(".keys").read_bytes().decode("utf-8").split("\0")
-            vkeys = np.fromfile(base.with_suffix(".vkeys"), dtype=np.uint64)
-        except (OSError, UnicodeDecodeError, ValueError):
-            return None
-        if len(keys) != count or len(vkeys) != count:
-            return None  # not this segment's (or a partial write): read the segment again
-        return keys, vkeys
-
-    def _segment_keys_to_disk(self, seg_id: str, cached: tuple[list[str], np.ndarray]) -> None:
-        base = self._keys_dir / seg_id
-        try:
-            self._keys_dir.mkdir(exist_ok=True)
-            for suffix, data in (
-                (".keys", "\0".join(cached[0]).encode("utf-8")),
-                (".vkeys", cached[1].astype(np.uint64).tobytes()),
-            ):
-                tmp = base.with_suffix(f"{suffix}.tmp{os.getpid()}")
-                tmp.write_bytes(data)
-                os.replace(tmp, base.with_suffix(suffix))
-        except OSError:
-            pass  # a read-only index folder: the keys are read from the segment each time
-
-    def _prune_segment_keys(self, live: set[str]) -> None:
-        try:
-            for f in self._keys_dir.iterdir():
-                if f.name.split(".", 1)[0] not in live and ".tmp" not in f.name:
-                    f.unlink(missing_ok=True)
-        except OSError:
-            pass
+        keys = self._segments_cache.read_strings(seg_id, "keys", count)
+        vkeys = self._segments_cache.read_array(seg_id, "vkeys", np.uint64, count)
+        return None if keys is None or vkeys is None else (keys, vkeys)
 
     def count(self, query: Q.Query) -> int:
         return sum(1 for _ in query.docs(self.searcher()))

@@ -252,6 +252,11 @@ class Store:
         )
         return {r[0]: _file_from_row(r) for r in rows}
 
+    def file_stamps(self) -> dict[str, tuple[int, int]]:
+        """path -> (size, mtime_ns) of every indexed file: what the freshness check compares."""
+        rows = self._conn().execute("SELECT path, size, mtime_ns FROM files")
+        return {r[0]: (int(r[1]), int(r[2])) for r in rows}
+
     def file(self, path: str) -> FileRecord | None:
         row = (
             self._conn()
@@ -461,11 +466,17 @@ class Store:
         return row is not None
 
     def count_vectors(self) -> int:
-        return int(
+        """Chunks that have a vector: all of them less those without (both counts are read
+        from an index; counting ``vector IS NOT NULL`` reads every row: 70 ms at 69k chunks)."""
+        row = (
             self._conn()
-            .execute("SELECT count(*) FROM chunks WHERE vector IS NOT NULL")
-            .fetchone()[0]
+            .execute(
+                "SELECT (SELECT count(*) FROM chunks) - "
+                "(SELECT count(*) FROM chunks WHERE vector IS NULL)"
+            )
+            .fetchone()
         )
+        return int(row[0])
 
     def vectors_by_hash(self, hashes: Iterable[str]) -> dict[str, np.ndarray]:
         """A stored vector for each content hash that has one."""

@@ -2,6 +2,11 @@
 
 Saved atomically (write a temporary file, then rename) so a reader in another process never
 sees half a file; a reader reloads when the file on disk changes.
+
+A saved index is opened as a read-only memory map of its file (``Index.view``): opening costs
+no read, and a process that only searches keeps in memory just the pages its searches touch
+(the file stays valid under the map because a save replaces it, never rewrites it). The first
+write loads it into memory whole.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ class VectorIndex:
         self.dim = dim
         self._lock = threading.RLock()
         self._stamp: tuple[int, int] | None = None
+        self._mapped = False  # True while ``index`` is a read-only view of the file
         self.index = self._load_or_new()
 
     def _new(self) -> Index:
@@ -45,14 +51,18 @@ class VectorIndex:
             return None
         return (st.st_ino, st.st_mtime_ns)
 
-    def _load_or_new(self) -> Index:
+    def _load_or_new(self, *, mapped: bool = True) -> Index:
         stamp = self._file_stamp()
         if stamp is None:
             self._stamp = None
+            self._mapped = False
             return self._new()
         try:
             index = self._new()
-            index.load(str(self.path))
+            if mapped:
+                index.view(str(self.path))
+            else:
+                index.load(str(self.path))
         except Exception as exc:
             raise IndexError_(f"the vector index at {self.path} is unreadable: {exc}") from exc
         if index.ndim != self.dim:
@@ -60,7 +70,18 @@ class VectorIndex:
                 f"the vector index at {self.path} has {index.ndim} dimensions, the model {self.dim}"
             )
         self._stamp = stamp
+        self._mapped = mapped
         return index
+
+    def _writable(self) -> Index:
+        """The index, loaded into memory first if it is a view of the file (under the lock)."""
+        if self._mapped:
+            self.index = self._load_or_new(mapped=False)
+        return self.index
+
+    @property
+    def mapped(self) -> bool:
+        return self._mapped
 
     def refresh(self) -> bool:
         """Reload if another process saved a newer file; True when it did."""
@@ -79,17 +100,20 @@ class VectorIndex:
             return
         with self._lock:
             self.remove(keys)
-            self.index.add(np.asarray(keys, dtype=np.uint64), np.asarray(vectors, dtype=np.float32))
+            self._writable().add(
+                np.asarray(keys, dtype=np.uint64), np.asarray(vectors, dtype=np.float32)
+            )
 
     def remove(self, keys: np.ndarray | list[int]) -> None:
         with self._lock:
             present = [int(k) for k in keys if int(k) in self.index]
             if present:
-                self.index.remove(np.asarray(present, dtype=np.uint64))
+                self._writable().remove(np.asarray(present, dtype=np.uint64))
 
     def clear(self) -> None:
         with self._lock:
             self.index = self._new()
+            self._mapped = False
 
     def save(self) -> None:
         with self._lock:

@@ -19,7 +19,7 @@ IGNORE_FILES = (".gitignore", ".tuisearchignore")
 @dataclass(frozen=True)
 class FileInfo:
     rel_path: str  # workspace-relative POSIX path
-    abs_path: Path
+    abs_path: str | Path  # a str from discovery (no Path built per file)
     size: int
     mtime_ns: int
 
@@ -84,6 +84,7 @@ class IgnoreRules:
     def __init__(self, root: Path, extra_ignored: tuple[Path, ...] = ()) -> None:
         self.root = root
         self._specs: dict[str, pathspec.PathSpec] = {}
+        self._chains: dict[str, list[tuple[int, pathspec.PathSpec]]] = {}
         # extra ignored folders (the index dir) that sit inside the workspace, as relative paths
         extra: list[str] = []
         for p in extra_ignored:
@@ -108,6 +109,21 @@ class IgnoreRules:
         self._specs[rel_dir] = spec  # type: ignore[assignment]
         return spec
 
+    def _chain(self, rel_dir: str) -> list[tuple[int, pathspec.PathSpec]]:
+        """The ignore rules of ``rel_dir`` and each folder above it, with the folder's depth
+        (computed once per folder: every file in it shares them)."""
+        chain = self._chains.get(rel_dir)
+        if chain is None:
+            parts = rel_dir.split("/") if rel_dir else []
+            chain = []
+            for depth in range(len(parts) + 1):
+                sub = "/".join(parts[:depth])
+                spec = self._spec_for(sub, self.root / sub if sub else self.root)
+                if spec is not None:
+                    chain.append((depth, spec))
+            self._chains[rel_dir] = chain
+        return chain
+
     def is_ignored(self, rel_path: str, is_dir: bool) -> bool:
         """True for hidden parts, the index dir, and paths an ignore file excludes."""
         parts = rel_path.split("/")
@@ -116,11 +132,7 @@ class IgnoreRules:
         if self._extra and any(rel_path == e or rel_path.startswith(e + "/") for e in self._extra):
             return True
         # Check the rules of every ancestor folder against the path relative to it.
-        for depth in range(len(parts)):
-            rel_dir = "/".join(parts[:depth])
-            spec = self._spec_for(rel_dir, self.root / rel_dir if rel_dir else self.root)
-            if spec is None:
-                continue
+        for depth, spec in self._chain("/".join(parts[:-1])):
             sub = "/".join(parts[depth:])
             if spec.match_file(sub + ("/" if is_dir else "")):
                 return True
@@ -132,6 +144,7 @@ class IgnoreRules:
 
     def invalidate(self) -> None:
         self._specs.clear()
+        self._chains.clear()
 
 
 def is_markdown(name: str) -> bool:
@@ -155,9 +168,9 @@ class Workspace:
         except ValueError:
             return None
 
-    def inside(self, path: Path) -> bool:
+    def inside(self, path: str | Path) -> bool:
         try:
-            path.resolve().relative_to(self.root)
+            Path(path).resolve().relative_to(self.root)
             return True
         except (ValueError, OSError):
             return False
@@ -195,25 +208,23 @@ class Workspace:
                 rel = f"{rel_dir}/{name}" if rel_dir else name
                 if not is_markdown(name) or self.rules.is_ignored(rel, is_dir=False):
                     continue
-                p = current / name
-                if p.is_symlink():
-                    if not self.inside(p):
-                        if skipped is not None:
-                            skipped.append(Skipped(rel, "symlink points outside the workspace"))
-                        continue
-                    continue  # an alias: the file is indexed under its real path
+                path = os.path.join(dirpath, name)
                 try:
-                    st = p.stat()
+                    st = os.lstat(path)  # one call; a symlink is never followed here
                 except OSError as exc:
                     if skipped is not None:
                         skipped.append(Skipped(rel, f"cannot stat: {exc.strerror or exc}"))
                     continue
+                if stat_mod.S_ISLNK(st.st_mode):
+                    if not self.inside(Path(path)) and skipped is not None:
+                        skipped.append(Skipped(rel, "symlink points outside the workspace"))
+                    continue  # inside, an alias: the file is indexed under its real path
                 kind = special_kind(st.st_mode)
                 if kind is not None:
                     if skipped is not None:
                         skipped.append(Skipped(rel, not_regular_reason(kind)))
                     continue
-                yield FileInfo(rel, p, st.st_size, st.st_mtime_ns)
+                yield FileInfo(rel, path, st.st_size, st.st_mtime_ns)
 
     def stat(self, rel_path: str) -> FileInfo | None:
         """The regular file at ``rel_path``, or None (gone, outside, or not a regular file)."""
