@@ -77,3 +77,26 @@ def test_file_tables_survive_a_new_process(tmp_path: Path) -> None:
         victim.write_bytes(b"\x00\x00\x00\x00")
     third = LexicalIndex(tmp_path / "whoosh")
     assert third.snapshot().search(query, 10, file_weight=0.3) == first
+
+
+def test_vkeys_allowed_agrees_with_isin(tmp_path: Path) -> None:
+    """Filtering vector hits by a docnum mask: the sorted lookup answers what ``np.isin``
+    against the allowed documents' keys answers, replaced chunks (a key held by a deleted
+    and a live docnum) and unknown keys included."""
+    lex = LexicalIndex(tmp_path / "whoosh")
+    lex.write([], [_record(i) for i in range(30)])
+    lex.write([], [_record(i) for i in range(20, 40)])  # 20..29 replaced: old docnums deleted
+    snap = lex.snapshot()
+    live = snap.live()
+    rng = np.random.default_rng(3)
+    probe = np.concatenate(
+        [snap.vkeys, np.array([vector_key("nowhere:x#0"), 12345], dtype=np.uint64)]
+    )
+    for _ in range(5):
+        allowed = live & (rng.random(snap.size) < 0.5)
+        want = np.isin(probe, snap.vkeys[allowed])
+        assert np.array_equal(snap.vkeys_allowed(probe, allowed), want)
+    # the sorted keys are kept while the segments are the same
+    again = lex.snapshot()
+    assert again.vkeys is snap.vkeys
+    assert lex.sorted_vkeys(again.vkeys)[0] is lex.sorted_vkeys(snap.vkeys)[0]

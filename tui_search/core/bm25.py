@@ -418,7 +418,7 @@ class FastBM25:
             top = np.argpartition(-cand_scores, limit - 1)[:limit]
             candidates, cand_scores = candidates[top], cand_scores[top]
         order = np.lexsort((candidates, -cand_scores))
-        return [(int(candidates[i]), float(cand_scores[i])) for i in order]
+        return list(zip(candidates[order].tolist(), cand_scores[order].tolist(), strict=True))
 
 
 __all__ = ["FastBM25", "flatten_disjunction", "delta_decode"]

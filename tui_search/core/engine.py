@@ -21,7 +21,7 @@ from tui_search.core.indexer import Indexer, Progress, ProgressCallback, SyncRep
 from tui_search.core.lexical import LexicalParams
 from tui_search.core.plan import Mode, QueryPlan, as_mode
 from tui_search.core.query import applied_operators
-from tui_search.core.ranking import FusionParams, Scored
+from tui_search.core.ranking import FusionParams, Scored, document_of
 from tui_search.core.reading import Reading
 from tui_search.core.results import (
     DocumentGroup,
@@ -377,7 +377,7 @@ class SearchEngine:
         """Every result of a query, best first, scores 0-1 (no records, no snippets)."""
         plan = self.plan(query) if isinstance(query, str) else query
         ranking = self.retriever.rank(plan, self._mode(plan.mode or mode), fusion or self.fusion)
-        return ranking.ranked, ranking.weights
+        return ranking.all(), ranking.weights
 
     @staticmethod
     def _mode(mode: str) -> Mode:
@@ -449,36 +449,36 @@ class SearchEngine:
             raise QueryError("the query is too complex to run; use fewer terms") from None
         store = self.index.store
         doc_paths = self.index.doc_paths()
-        paths: dict[str, str] = {}
-        for s in ranking.ranked:  # a chunk key is "<doc>:<slug>#<n>"; slugs hold no ":"
-            path = doc_paths.get(s.key.rsplit("#", 1)[0].rsplit(":", 1)[0])
-            if path is not None:
-                paths[s.key] = path
-        ranked = [s for s in ranking.ranked if s.key in paths]  # a file removed meanwhile
+        # every result by index into the ranking: a row (``Scored``) is made only for those shown
+        all_paths = list(map(doc_paths.get, map(document_of, ranking.keys())))
+        kept = [i for i, path in enumerate(all_paths) if path is not None]  # else removed
+        kept_paths: list[str] = [p for p in all_paths if p is not None]
         chars = snippet_chars or self.settings.snippet_chars
         highlight = Highlighter(plan.highlight_terms, plan.identifiers)
-        page_groups: list[tuple[str, list[Scored]]] = []
+        page_groups: list[tuple[str, list[Scored], int]] = []
         if group:
-            by_file: dict[str, list[Scored]] = {}
-            for s in ranked:
-                by_file.setdefault(paths[s.key], []).append(s)
-            page_groups = list(by_file.items())[offset : offset + limit]
-            shown = [
-                s for _, items in page_groups for s in items[: self.settings.passages_per_document]
+            by_file: dict[str, list[int]] = {}
+            for i, path in zip(kept, kept_paths, strict=True):
+                by_file.setdefault(path, []).append(i)
+            per_doc = self.settings.passages_per_document
+            page_groups = [
+                (path, [ranking.at(i) for i in items[:per_doc]], len(items))
+                for path, items in list(by_file.items())[offset : offset + limit]
             ]
+            shown = [s for _, items, _ in page_groups for s in items]
             total = len(by_file)
         else:
-            shown = ranked[offset : offset + limit]
-            total = len(ranked)
+            shown = [ranking.at(i) for i in kept[offset : offset + limit]]
+            total = len(kept)
         # full records and snippets only for the rows shown
         records = store.chunks_by_keys(s.key for s in shown)
         if len(records) < len(shown):  # a section removed meanwhile: leave it out
             gone = {s.key for s in shown} - set(records)
             shown = [s for s in shown if s.key not in gone]
             page_groups = [
-                (path, kept)
-                for path, items in page_groups
-                if (kept := [s for s in items if s.key not in gone])
+                (path, left, count)
+                for path, items, count in page_groups
+                if (left := [s for s in items if s.key not in gone])
             ]
 
         def to_hit(s: Scored) -> Hit:
@@ -514,10 +514,10 @@ class SearchEngine:
                     file_path=path,
                     title=records[items[0].key].title,
                     best_score=items[0].score,
-                    match_count=len(items),
-                    passages=tuple(to_hit(s) for s in items[: self.settings.passages_per_document]),
+                    match_count=count,
+                    passages=tuple(to_hit(s) for s in items),
                 )
-                for path, items in page_groups
+                for path, items, count in page_groups
             )
         else:
             hits = tuple(to_hit(s) for s in shown)
@@ -526,8 +526,8 @@ class SearchEngine:
             query=plan.text,
             mode=run_mode,
             took_ms=(time.perf_counter() - started) * 1000,
-            total_results=len(ranked),
-            files_covered=len(set(paths[s.key] for s in ranked)),
+            total_results=len(kept),
+            files_covered=len(set(kept_paths)),
             hits=hits,
             documents=documents,
             has_more=has_more,

@@ -18,7 +18,7 @@ import posixpath
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -372,7 +372,7 @@ def _plain_words_of(tree: Node) -> str | None:
 
 @dataclass
 class Ranking:
-    """Every result of a plan, best first, scores 0-1."""
+    """Every result of a plan, best first, scores 0-1: ``ranked``, then ``tail`` (if any)."""
 
     ranked: list[Scored]
     weights: tuple[float, float]
@@ -380,6 +380,46 @@ class Ranking:
     fusion: str
     #: What resolving the plan found wrong (a document that does not exist...).
     warnings: list[str] = field(default_factory=list)
+    #: Keyword matches past the fused ones (a broad boolean query), kept as keys and scores.
+    tail: KeywordTail | None = None
+
+    def keys(self) -> list[str]:
+        """Every result's chunk key, best first."""
+        head = [s.key for s in self.ranked]
+        return head + self.tail.keys if self.tail is not None else head
+
+    def at(self, i: int) -> Scored:
+        """The ``i``-th result (a tail row is made when asked for)."""
+        n = len(self.ranked)
+        return self.ranked[i] if i < n or self.tail is None else self.tail.scored(i - n)
+
+    def all(self) -> list[Scored]:
+        tail = self.tail
+        if tail is None:
+            return self.ranked
+        return self.ranked + [tail.scored(i) for i in range(len(tail.keys))]
+
+
+@dataclass
+class KeywordTail:
+    """The matches past the fused ones, in keyword order, scored below the last fused one. A
+    broad exclusion query matches tens of thousands of chunks; a ``Scored`` row is made only
+    for those a page shows (making them all cost ~100 ms at 36k matches)."""
+
+    keys: list[str]
+    scores: list[float]
+    ranks: Sequence[int]
+    floor: float
+    top: float
+
+    def scored(self, i: int) -> Scored:
+        score = self.scores[i]
+        return Scored(
+            key=self.keys[i],
+            score=self.floor * 0.999 * max(score, 0.0) / self.top,
+            keyword=score,
+            keyword_rank=self.ranks[i],
+        )
 
 
 class Retriever:
@@ -532,9 +572,10 @@ class Retriever:
             apply_exact_boost(scored, texts, list(plan.identifiers), fusion.exact_boost)
         blend_document(scored, fusion.document_weight)
         ranked = finalize(scored)
-        if tail:
-            ranked += _keyword_tail(tail, ranked)
-        return Ranking(order_by_tier(ranked, tiers), weights, name, c.warnings)
+        rest = _keyword_tail(tail, ranked) if tail else None
+        if rest is not None and tiers:  # tiers reorder every result: make the rows
+            ranked, rest = Ranking(ranked, weights, name, tail=rest).all(), None
+        return Ranking(order_by_tier(ranked, tiers), weights, name, c.warnings, rest)
 
     # -- resolution ---------------------------------------------------------------------
     def _like(self, plan: QueryPlan, c: _Compiler) -> tuple[np.ndarray | None, list[str]]:
@@ -611,9 +652,8 @@ class Retriever:
             k = min(MAX_FILTERED_K, int(depth * 1.5 / max(share, 1e-6)) + 1)
         found = vi.search(qvec, k)
         if allowed is not None and found:
-            ok = np.isin(
-                np.fromiter((v for v, _ in found), dtype=np.uint64, count=len(found)),
-                snap.vkeys[allowed],
+            ok = snap.vkeys_allowed(
+                np.fromiter((v for v, _ in found), dtype=np.uint64, count=len(found)), allowed
             )
             found = [f for f, keep in zip(found, ok, strict=True) if keep]
         keys = self.index.store.keys_for_vkeys(v for v, _ in found[: depth * 2])
@@ -691,21 +731,19 @@ class Retriever:
         return {k: float(v) for k, v in zip(found, scores, strict=True)}
 
 
-def _keyword_tail(tail: list[tuple[str, float]], ranked: list[Scored]) -> list[Scored]:
-    """The matches past the fused ones, in keyword order, scored below the last fused one."""
-    seen = {s.key for s in ranked}
+def _keyword_tail(tail: list[tuple[str, float]], ranked: list[Scored]) -> KeywordTail:
+    """The matches past the fused ones (``KeywordTail``), those already ranked left out."""
     floor = ranked[-1].score if ranked else 1.0
-    top = max((score for _, score in tail), default=0.0) or 1.0
-    return [
-        Scored(
-            key=key,
-            score=floor * 0.999 * max(score, 0.0) / top,
-            keyword=score,
-            keyword_rank=BOOLEAN_FUSED + i + 1,
-        )
-        for i, (key, score) in enumerate(tail)
-        if key not in seen
-    ]
+    keys = [key for key, _ in tail]
+    scores = [score for _, score in tail]
+    top = max(scores, default=0.0) or 1.0
+    ranks: Sequence[int] = range(BOOLEAN_FUSED + 1, BOOLEAN_FUSED + 1 + len(tail))
+    seen = {s.key for s in ranked}
+    if not seen.isdisjoint(keys):  # a semantic result that is also a tail match
+        keep = [i for i, key in enumerate(keys) if key not in seen]
+        keys, scores = [keys[i] for i in keep], [scores[i] for i in keep]
+        ranks = [BOOLEAN_FUSED + i + 1 for i in keep]
+    return KeywordTail(keys=keys, scores=scores, ranks=ranks, floor=floor, top=top)
 
 
 def _and(mask: np.ndarray | None, other: np.ndarray) -> np.ndarray:
