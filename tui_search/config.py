@@ -93,6 +93,9 @@ class Settings:
     #: chunks read as one document), so a file that covers the query as a whole lifts its
     #: sections (0 = sections scored on their own; chosen across every judged set).
     file_weight: float = 0.2
+    #: Semantic side: share of a chunk's cosine taken from the cosine of its file's mean
+    #: chunk vector (0 = chunks on their own; chosen across every judged set).
+    file_vector_weight: float = 0.1
     #: How many candidates each arm contributes before fusion.
     candidate_depth: int = 200
     #: Passages shown per document in grouped results.

@@ -74,8 +74,10 @@ def test_settings_are_the_one_home_of_the_weights() -> None:
             "TUI_SEARCH_DOCUMENT_WEIGHT": "0",
             "TUI_SEARCH_FILE_WEIGHT": "0.35",
             "TUI_SEARCH_LONG_QUERY_WORDS": "0",
+            "TUI_SEARCH_FILE_VECTOR_WEIGHT": "0.3",
         }
     )
+    assert s.file_vector_weight == 0.3 and Settings().file_vector_weight == 0.1
     assert (s.title_boost, s.query_term_frequency, s.document_weight) == (0.5, False, 0.0)
     assert (s.file_weight, s.long_query_words) == (0.35, 0)
     assert Settings().document_weight > 0 and Settings().query_term_frequency

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 import watchfiles
 
@@ -482,3 +483,97 @@ def test_cross_process_freshness_with_the_real_model(tmp_path: Path) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def expected_cosines(engine: SearchEngine, query: str, weight: float) -> dict[str, float]:
+    """Each chunk's cosine mixed with its file's mean chunk vector, from the manifest's own
+    vectors (not from the retriever's cache)."""
+    from tui_search.core.store import vector_key
+
+    qvec = engine.embed_query(query)
+    out: dict[str, float] = {}
+    for path in engine.files():
+        vecs = dict(engine.indexer.store.vectors_for_path(path))
+        mean = np.mean(np.stack(list(vecs.values())), axis=0)
+        file_cos = float(mean @ qvec) / float(np.linalg.norm(mean))
+        for c in engine.sections(path):
+            own = float(vecs[vector_key(c.key)] @ qvec)
+            out[c.key] = (1 - weight) * own + weight * file_cos
+    return out
+
+
+def assert_file_cosines(engine: SearchEngine, query: str) -> None:
+    weight = engine.fusion.file_vector_weight
+    ranked, _ = engine.rank(query, mode="semantic")
+    want = expected_cosines(engine, query, weight)
+    assert {s.key for s in ranked} == set(want)  # a small workspace: every chunk is a candidate
+    for s in ranked:
+        assert s.semantic == pytest.approx(want[s.key], abs=2e-3), s.key
+
+
+def test_file_mean_vectors_follow_live_edits(ws: Path, engine, watch) -> None:  # type: ignore[no-untyped-def]
+    """The semantic side mixes each cosine with the cosine of the file's mean chunk vector;
+    the manifest keeps those means, and an edit, a new section, a new file or a delete seen
+    by the watcher must never leave a stale one in use."""
+    assert engine.fusion.file_vector_weight > 0
+    query = "bananas plantations and capybaras"
+    assert_file_cosines(engine, query)
+    assert set(engine.indexer.store.file_vectors(["notes", "docs/a", "nothing"])) == {
+        "notes",
+        "docs/a",
+    }
+    _, rec = watch()
+
+    write(ws / "notes.md", NOTES.replace("bananas and plantations", "capybaras and rivers"))
+    wait_for(lambda: "notes.md" in rec.changed(), what="the edit")
+    assert_file_cosines(engine, query)
+
+    with open(ws / "docs" / "a.md", "a", encoding="utf-8") as fh:
+        fh.write("\n## Bananas\n\nBananas grow on plantations.\n")
+    wait_for(lambda: "docs/a.md" in rec.changed(), what="the appended section")
+    assert_file_cosines(engine, query)
+
+    write(ws / "docs" / "new.md", "# New\n\nPlantations of bananas.\n\n## Other\n\nNarwhals.\n")
+    wait_for(lambda: "docs/new.md" in rec.changed(), what="the new file")
+    assert_file_cosines(engine, query)
+
+    (ws / "docs" / "b.md").unlink()
+    wait_for(lambda: "docs/b.md" in rec.removed(), what="the delete")
+    assert_file_cosines(engine, query)
+    assert engine.indexer.store.file_vectors(["docs/b"]) == {}
+    assert rec.errors == []
+
+
+@pytest.mark.parametrize("weight", [0.0, 0.5])
+def test_file_vector_weight_comes_from_settings(
+    ws: Path, tmp_path: Path, fake_embedder, weight: float
+) -> None:  # type: ignore[no-untyped-def]
+    settings = Settings(workspace=ws, index_dir=tmp_path / "idx", file_vector_weight=weight)
+    with SearchEngine(settings, embedder=fake_embedder) as eng:
+        eng.sync()
+        assert eng.fusion.file_vector_weight == weight
+        assert_file_cosines(eng, "apples and badgers")
+        fusion = eng.search("apples", limit=1, explain=True).hits[0].scores["fusion"]
+        assert ("file's mean vector" in fusion) == (weight > 0)
+
+
+def test_an_older_index_gets_its_file_vectors_once(ws: Path, engine) -> None:  # type: ignore[no-untyped-def]
+    """An index written before the file vectors existed (no rows, no meta flag) is filled in
+    by the next sync; a search before that mixes nothing in (the chunk cosine alone)."""
+    store = engine.indexer.store
+    with store.transaction() as conn:
+        conn.execute("DELETE FROM file_vectors")
+        conn.execute("DELETE FROM meta WHERE key = 'file_vectors'")
+    ranked, _ = engine.rank("apples and badgers", mode="semantic")
+    want = expected_cosines(engine, "apples and badgers", 0.0)
+    assert all(s.semantic == pytest.approx(want[s.key], abs=2e-3) for s in ranked)
+    engine.sync()
+    assert store.get_meta("file_vectors") == "1"
+    assert set(store.file_vectors(engine.retriever.index.doc_paths())) == {
+        "notes",
+        "docs/a",
+        "docs/b",
+        "docs/sub/c",
+        "drafts/d",
+    }
+    assert_file_cosines(engine, "apples and badgers")

@@ -87,6 +87,7 @@ class SearchEngine:
             keyword_weight=settings.keyword_weight,
             soft_share=settings.soft_match_share,
             document_weight=settings.document_weight,
+            file_vector_weight=settings.file_vector_weight,
         )
         index_dir = settings.resolved_index_dir
         self.workspace = Workspace(settings.workspace, extra_ignored=(index_dir,))

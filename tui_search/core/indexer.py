@@ -248,6 +248,7 @@ class Indexer:
     # -- the write ----------------------------------------------------------------------
     def _refresh_from_disk(self) -> None:
         self.index.refresh()
+        self.store.fill_file_vectors()
 
     def _wipe(self) -> None:
         self.index.wipe()
@@ -446,6 +447,7 @@ class Indexer:
             self.store.set_vectors(
                 conn, [(r.key, v) for r, v in zip(missing, missing_vectors, strict=True)]
             )
+            self.store.update_file_vectors(conn, [*changed_paths, *(r.file_path for r in missing)])
             if tokens is not None:
                 self.store.put_tokens(conn, zip(token_hashes, tokens, strict=True))
             self.store.prune_tokens(conn, old_hashes)

@@ -31,6 +31,9 @@ class FusionParams:
     #: (``blend_document``): a section of the document the query is about outranks an equally
     #: worded section elsewhere. 0 = sections ranked on their own.
     document_weight: float = Settings.document_weight
+    #: Share of a candidate's cosine taken from the cosine of its document's mean chunk
+    #: vector (``Retriever``): a section of a file that is about the query as a whole gains.
+    file_vector_weight: float = Settings.file_vector_weight
 
 
 @dataclass(slots=True)

@@ -57,6 +57,7 @@ from tui_search.core.ranking import (
     Scored,
     apply_exact_boost,
     blend_document,
+    document_of,
     finalize,
     fuse,
 )
@@ -459,6 +460,8 @@ class Retriever:
         if plan.listing:
             return "fixed"
         blend = f", document best x{fusion.document_weight:g}" if fusion.document_weight > 0 else ""
+        if fusion.file_vector_weight > 0:
+            blend += f", cosine {fusion.file_vector_weight:g} from the file's mean vector"
         if self.soft_matching(fusion):
             return (
                 f"convex(min-max), semantic side {1 - fusion.soft_share:g} cosine + "
@@ -540,6 +543,10 @@ class Retriever:
                     sim = sims.get(vector_key(k))
                     if sim is not None:
                         lookup[k] = sim
+        if qvec is not None and fusion.file_vector_weight > 0 and (semantic or lookup):
+            semantic, lookup = self._mix_file_cosine(
+                qvec, semantic, lookup, fusion.file_vector_weight
+            )
         soft: dict[str, float] | None = None
         if (
             mode != "keyword"
@@ -652,6 +659,31 @@ class Retriever:
         keys = self.index.store.keys_for_vkeys(v for v, _ in found[: depth * 2])
         # a vector without a chunk is stale (a crash left it): skip it
         return [(keys[v], sim) for v, sim in found if v in keys][:depth]
+
+    def _mix_file_cosine(
+        self,
+        qvec: np.ndarray,
+        semantic: list[tuple[str, float]],
+        lookup: dict[str, float],
+        weight: float,
+    ) -> tuple[list[tuple[str, float]], dict[str, float]]:
+        """Each candidate's cosine becomes ``(1 - weight) * its own + weight * the cosine of
+        its document's mean chunk vector``: a section of a file that is about the query as a
+        whole gains. The semantic arm's candidates (and their order) stay the chunk cosine's.
+        The means are read from the manifest, which rewrites a file's mean with its vectors."""
+        docs = {document_of(k) for k, _ in semantic} | {document_of(k) for k in lookup}
+        means = self.index.store.file_vectors(docs)
+        if not means:
+            return semantic, lookup
+        names = list(means)
+        sims = dict(zip(names, (np.stack([means[d] for d in names]) @ qvec).tolist(), strict=True))
+        own = 1.0 - weight
+
+        def mix(key: str, cos: float) -> float:
+            file_cos = sims.get(document_of(key))
+            return cos if file_cos is None else own * cos + weight * file_cos
+
+        return [(k, mix(k, c)) for k, c in semantic], {k: mix(k, c) for k, c in lookup.items()}
 
     def _soft_match(self, text: str, keys: Iterable[str]) -> dict[str, float]:
         """Soft term-match score of each candidate chunk (``core.softmatch``)."""

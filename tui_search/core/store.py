@@ -72,6 +72,9 @@ CREATE TABLE IF NOT EXISTS tokens (content_hash TEXT PRIMARY KEY, ids BLOB NOT N
 -- vector keys written since the vector file was last saved whole (meta 'vectors_seq' is the
 -- last entry the file holds): readers replay them from the chunks' vectors
 CREATE TABLE IF NOT EXISTS vector_log (seq INTEGER PRIMARY KEY AUTOINCREMENT, vkey INTEGER NOT NULL);
+-- each document's mean chunk vector (unit length), rewritten in the transaction that writes
+-- its chunks' vectors (meta 'file_vectors' = 1 once an older index has been filled in)
+CREATE TABLE IF NOT EXISTS file_vectors (doc TEXT PRIMARY KEY, vector BLOB NOT NULL);
 """
 
 
@@ -393,6 +396,12 @@ class Store:
         )
         return [(int(k), unpack_vector(b)) for k, b in rows]
 
+    def file_vectors(self, docs: Iterable[str]) -> dict[str, np.ndarray]:
+        """Document id -> the mean of its chunk vectors (unit length), for documents with
+        vectors."""
+        sql = "SELECT doc, vector FROM file_vectors WHERE doc IN {in}"
+        return {d: unpack_vector(b) for d, b in self.select_in(sql, docs)}
+
     def keys_for_vkeys(self, vkeys: Iterable[int]) -> dict[int, str]:
         """Vector key -> chunk key (keys without a chunk, e.g. stale vectors, are left out)."""
         sql = "SELECT vkey, key FROM chunks WHERE vkey IN {in}"
@@ -509,12 +518,14 @@ class Store:
         """Another model: drop every vector and token row, remember the new model."""
         with self._conn() as conn:
             conn.execute("UPDATE chunks SET vector = NULL")
+            conn.execute("DELETE FROM file_vectors")
             conn.execute("DELETE FROM tokens")  # another model, another tokenizer
             conn.execute("INSERT OR REPLACE INTO meta VALUES ('model', ?)", (model_fingerprint,))
 
     def wipe(self) -> None:
         with self._conn() as conn:
             conn.execute("DELETE FROM chunks")
+            conn.execute("DELETE FROM file_vectors")
             conn.execute("DELETE FROM files")
             conn.execute("DELETE FROM anchors")
             conn.execute("DELETE FROM meta WHERE key = 'dirty'")
@@ -631,7 +642,40 @@ class Store:
         )
         return None if row is None else str(row[0])
 
+    def update_file_vectors(self, conn: sqlite3.Connection, paths: Iterable[str]) -> None:
+        """Write again the mean chunk vector of each file of ``paths`` (after its chunks or
+        their vectors changed); a file without vectors has none."""
+        for path in set(paths):
+            rows = conn.execute(
+                "SELECT doc, vector FROM chunks WHERE path = ? AND vector IS NOT NULL", (path,)
+            ).fetchall()
+            conn.execute(
+                "DELETE FROM file_vectors WHERE doc IN (SELECT doc FROM files WHERE path = ?)",
+                (path,),
+            )
+            if rows:
+                mean = np.mean([unpack_vector(b) for _, b in rows], axis=0)
+                norm = float(np.linalg.norm(mean))
+                if norm > 0:
+                    conn.execute(
+                        "INSERT OR REPLACE INTO file_vectors VALUES (?, ?)",
+                        (rows[0][0], pack_vector(mean / norm)),
+                    )
+
+    def fill_file_vectors(self) -> None:
+        """An index written before the file vectors existed: compute them all, once."""
+        if self.get_meta("file_vectors") == "1":
+            return
+        with self.transaction() as conn:
+            paths = [r[0] for r in conn.execute("SELECT path FROM files")]
+            conn.execute("DELETE FROM file_vectors")
+            self.update_file_vectors(conn, paths)
+            conn.execute("INSERT OR REPLACE INTO meta VALUES ('file_vectors', '1')")
+
     def remove_file(self, conn: sqlite3.Connection, path: str) -> None:
+        conn.execute(
+            "DELETE FROM file_vectors WHERE doc IN (SELECT doc FROM files WHERE path = ?)", (path,)
+        )
         conn.execute("DELETE FROM anchors WHERE path = ?", (path,))
         conn.execute("DELETE FROM chunks WHERE path = ?", (path,))
         conn.execute("DELETE FROM files WHERE path = ?", (path,))
