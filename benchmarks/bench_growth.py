@@ -5,7 +5,7 @@ whose longer words are varied per copy, so no section is a duplicate and every o
 embedded and written for real), this
 1. builds the workspace in ``--scratch`` (not timed);
 2. runs ``tui-search index`` cold in a child process, sampling the RSS and PSS summed over its
-   process tree (the Whoosh writer processes included) every 50 ms;
+   process tree (the Whoosh writer processes included) 5 times a second;
 3. measures the index folder on disk;
 4. runs ``benchmarks/bench_search.py`` on it in a fresh process: the app's calls (a page of 50,
    flat and grouped, snippets included) and filter queries, p50/p95, and that process's peak
@@ -78,14 +78,12 @@ def index_cold(python: str, ws: Path, index_dir: Path) -> dict[str, object]:
     started = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     peak_rss = peak_pss = 0
-    tick = 0
     while proc.poll() is None:
+        # 5 samples a second: reading /proc/*/smaps_rollup more often slows the measured run
         pids = _tree(proc.pid)
         peak_rss = max(peak_rss, sum(_rss_kb(p) for p in pids))
-        if tick % 4 == 0:  # PSS walks every mapping: sampled less often
-            peak_pss = max(peak_pss, sum(_pss_kb(p) for p in pids))
-        tick += 1
-        time.sleep(0.05)
+        peak_pss = max(peak_pss, sum(_pss_kb(p) for p in pids))
+        time.sleep(0.2)
     out, err = proc.communicate()
     took = time.perf_counter() - started
     report = json.loads(out.strip().splitlines()[-1]) if out.strip() else {}

@@ -150,27 +150,21 @@ def test_unwritable_index_dir_is_a_clear_error(
     assert code == 1 and "index folder" in err and "Traceback" not in err
 
 
-def test_console_script_runs_as_a_process(ws: Path, tmp_path: Path) -> None:
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tui_search.cli",
-            "search",
-            "LUMEN_DB_URL",
-            "--json",
-            "--limit",
-            "1",
-            "--workspace",
-            str(ws),
-            "--index-dir",
-            str(tmp_path / "p"),
-        ],
+def _cli_process(*args: str) -> subprocess.CompletedProcess[str]:
+    """``tui-search ARGS`` as a whole process (``python -m tui_search.cli``, which runs the
+    console entry point)."""
+    return subprocess.run(
+        [sys.executable, "-m", "tui_search.cli", *args],
         capture_output=True,
         text=True,
         timeout=300,
         check=False,
     )
+
+
+def test_console_script_runs_as_a_process(ws: Path, tmp_path: Path) -> None:
+    where = ["--workspace", str(ws), "--index-dir", str(tmp_path / "p")]
+    proc = _cli_process("search", "LUMEN_DB_URL", "--json", "--limit", "1", *where)
     assert proc.returncode == 0, proc.stderr
     top = json.loads(proc.stdout)["results"][0]
     assert "LUMEN_DB_URL" in top["content"] + top["heading"]
@@ -179,33 +173,13 @@ def test_console_script_runs_as_a_process(ws: Path, tmp_path: Path) -> None:
 def test_console_entry_flushes_everything_and_keeps_the_exit_code(ws: Path, tmp_path: Path) -> None:
     """The entry point leaves with os._exit (no interpreter teardown): a long output still
     arrives whole through a pipe, and a failing command still reports and exits non-zero."""
-    base = [sys.executable, "-m", "tui_search.cli"]
     where = ["--workspace", str(ws), "--index-dir", str(tmp_path / "p")]
-    big = subprocess.run(
-        [*base, "search", "the", "--json", "--limit", "200", "--explain", *where],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    big = _cli_process("search", "the", "--json", "--limit", "200", "--explain", *where)
     assert big.returncode == 0, big.stderr
     assert len(big.stdout) > 65_536  # more than a pipe buffer
     assert json.loads(big.stdout)["results"]
-    bad = subprocess.run(
-        [
-            *base,
-            "search",
-            "x",
-            "--workspace",
-            str(tmp_path / "missing"),
-            "--index-dir",
-            str(tmp_path / "q"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    missing = ["--workspace", str(tmp_path / "missing"), "--index-dir", str(tmp_path / "q")]
+    bad = _cli_process("search", "x", *missing)
     assert bad.returncode != 0 and bad.stderr.strip() and "Traceback" not in bad.stderr
 
 

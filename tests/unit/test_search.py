@@ -174,3 +174,43 @@ def test_json_shapes(engine: SearchEngine) -> None:
     assert "results" not in grouped
     doc = grouped["documents"][0]
     assert set(doc) == {"file_path", "title", "best_score", "match_count", "passages"}
+
+
+@pytest.mark.parametrize("query", ["backup", "the -postgres", "restore OR deploy NOT thumbnail"])
+def test_grouped_pages_follow_the_flat_ranking(engine: SearchEngine, query: str) -> None:
+    """Grouped pages are the flat ranking grouped by file: files in the order of their best
+    result, each with its first passages and its number of matches, over every page."""
+    flat = engine.search(query, limit=10_000)
+    by_file: dict[str, list[str]] = {}
+    for h in flat.hits:
+        by_file.setdefault(h.file_path, []).append(h.section_id + f"#{h.chunk_index}")
+    per_doc = engine.settings.passages_per_document
+    files = list(by_file)
+    for offset in range(0, len(files), 4):
+        page = engine.search(query, limit=4, group=True, offset=offset)
+        assert page.documents is not None
+        assert [d.file_path for d in page.documents] == files[offset : offset + 4]
+        for d in page.documents:
+            assert d.match_count == len(by_file[d.file_path])
+            got = [p.section_id + f"#{p.chunk_index}" for p in d.passages]
+            assert got == by_file[d.file_path][:per_doc]
+    assert flat.files_covered == len(files)
+
+
+def test_keyword_tail_lists_every_match(
+    engine: SearchEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past BOOLEAN_FUSED matches, a boolean query's other matches follow as the keyword tail:
+    all listed, scored below the fused ones, grouped pages built from them alike."""
+    import tui_search.core.retrieval as retrieval
+
+    query = "the -postgres"
+    full = engine.search(query, limit=10_000)
+    monkeypatch.setattr(retrieval, "BOOLEAN_FUSED", 5)
+    cut = engine.search(query, limit=10_000, explain=True)
+    assert cut.total_results == full.total_results > 5
+    assert {h.key for h in cut.hits} == {h.key for h in full.hits}
+    scores = [h.relevance_score for h in cut.hits]
+    assert scores == sorted(scores, reverse=True)
+    assert all(h.scores["keyword_rank"] > 5 for h in cut.hits[5:] if h.scores["semantic"] == 0)
+    test_grouped_pages_follow_the_flat_ranking(engine, query)

@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import time
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -457,16 +458,24 @@ class SearchEngine:
         highlight = Highlighter(plan.highlight_terms, plan.identifiers)
         page_groups: list[tuple[str, list[Scored], int]] = []
         if group:
-            by_file: dict[str, list[int]] = {}
-            for i, path in zip(kept, kept_paths, strict=True):
-                by_file.setdefault(path, []).append(i)
+            # files in the order of their best result; counted in C, and only the page's
+            # files collect their first passages (a broad query lists 270k results)
+            counts = Counter(kept_paths)
+            page_files = list(dict.fromkeys(kept_paths))[offset : offset + limit]
             per_doc = self.settings.passages_per_document
-            page_groups = [
-                (path, [ranking.at(i) for i in items[:per_doc]], len(items))
-                for path, items in list(by_file.items())[offset : offset + limit]
-            ]
+            wanted = {f: min(per_doc, counts[f]) for f in page_files}
+            passages: dict[str, list[int]] = {f: [] for f in page_files}
+            to_find = sum(wanted.values())
+            for i, path in zip(kept, kept_paths, strict=True):
+                if to_find == 0:
+                    break
+                items = passages.get(path)
+                if items is not None and len(items) < wanted[path]:
+                    items.append(i)
+                    to_find -= 1
+            page_groups = [(f, [ranking.at(i) for i in passages[f]], counts[f]) for f in page_files]
             shown = [s for _, items, _ in page_groups for s in items]
-            total = len(by_file)
+            total = len(counts)
         else:
             shown = [ranking.at(i) for i in kept[offset : offset + limit]]
             total = len(kept)

@@ -183,11 +183,11 @@ def apply_exact_boost(
             s.score *= s.boost
 
 
-@functools.lru_cache(maxsize=1 << 18)
 def document_of(key: str) -> str:
-    """The document of a chunk key ``<doc>:<section-slug>#<n>`` (slugs never hold ``:``);
-    remembered, as a search resolves every match's document (30k keys for a broad query)."""
-    return key.rsplit("#", 1)[0].rsplit(":", 1)[0]
+    """The document of a chunk key ``<doc>:<section-slug>#<n>``: everything before the last
+    ``:`` (neither a slug nor ``#<n>`` holds one). One C call, as a search resolves every
+    match's document (270k keys for a broad query)."""
+    return key[: key.rindex(":")]
 
 
 def blend_document(

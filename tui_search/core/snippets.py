@@ -35,21 +35,20 @@ class Highlighter:
     def __init__(self, terms: Iterable[str], identifiers: Iterable[str] = ()) -> None:
         self.terms = frozenset(terms)
         self.identifiers = frozenset(identifiers)
-        self._seen: dict[str, bool] = {}  # word -> matches (a page repeats its words)
+        self._known: set[str] = set()  # words already looked at (a page repeats its words)
+        self._matching: set[str] = set()  # those of them that match
 
-    def _hits(self, words: Iterable[str]) -> set[str]:
-        """The words among ``words`` that match."""
-        seen, terms = self._seen, self.terms
-        out = set()
-        for word in words:
-            hit = seen.get(word)
-            if hit is None:
-                hit = seen[word] = word in self.identifiers or not terms.isdisjoint(
-                    word_terms(word)
-                )
-            if hit:
-                out.add(word)
-        return out
+    def _hits(self, words: set[str]) -> set[str]:
+        """The words among ``words`` that match: each word is analysed once per query, and
+        a page's texts, which share most words, cost two set operations each."""
+        new = words - self._known
+        if new:
+            terms, idents = self.terms, self.identifiers
+            for word in new:
+                if word in idents or not terms.isdisjoint(word_terms(word)):
+                    self._matching.add(word)
+            self._known |= new
+        return words & self._matching
 
     def __bool__(self) -> bool:
         return bool(self.terms or self.identifiers)
@@ -64,25 +63,34 @@ class Highlighter:
     def _window_matches(self, text: str, chars: int | None) -> list[tuple[int, int, bool]]:
         """(start, end, is an identifier) of the matching words; with ``chars``, only those a
         snippet of ``chars`` can show: the scan stops once past the window around the first
-        match (the first identifier match when there is one)."""
+        match (the first identifier match when there is one). The words of the text are
+        listed in one C pass, and only the matching ones are looked for (``str.find``), not
+        every word walked in Python."""
         if not self:
             return []
+        if chars is not None and not self.identifiers and len(text) > 4 * chars:
+            # the window follows the first match: when it lies well inside a prefix of the
+            # text (cut at whitespace, so no word is cut), the rest need not be read
+            cut = max(text.rfind(" ", 0, 4 * chars), text.rfind("\n", 0, 4 * chars))
+            if cut > 0:
+                early = self._window_matches(text[:cut], chars)
+                if early and early[0][0] + chars < cut:
+                    return early
         hits = self._hits(set(_WORD_RE.findall(text)))
         if not hits:
             return []
         idents = self.identifiers
         want_ident = not hits.isdisjoint(idents)
+        found = sorted((i, word) for word in hits for i in _occurrences(text, word))
         out: list[tuple[int, int, bool]] = []
         anchor: int | None = None
-        for m in _WORD_RE.finditer(text):
-            word = m.group(0)
-            if anchor is not None and chars is not None and m.start() > anchor + chars:
+        for i, word in found:
+            if anchor is not None and chars is not None and i > anchor + chars:
                 break
-            if word in hits:
-                ident = word in idents
-                out.append((m.start(), m.end(), ident))
-                if anchor is None and (ident or not want_ident):
-                    anchor = m.start()
+            ident = word in idents
+            out.append((i, i + len(word), ident))
+            if anchor is None and (ident or not want_ident):
+                anchor = i
         return out
 
     def snippet(self, content: str, chars: int) -> Snippet:
@@ -111,6 +119,32 @@ class Highlighter:
         shift = len(prefix) - start
         kept = tuple((s + shift, e + shift) for s, e, _ in matches if s >= start and e <= end)
         return Snippet(prefix + cleaned + suffix, kept)
+
+
+def _is_word_char(c: str) -> bool:
+    return c.isalnum() or c == "_"  # what \w matches in a str pattern
+
+
+def _occurrences(text: str, word: str) -> list[int]:
+    """Where ``word`` stands in ``text`` as ``_WORD_RE`` reads it: a whole word, not inside a
+    longer one, nor a part of a dotted or colon-joined one (``a.b`` is one word)."""
+    out = []
+    n, size = len(word), len(text)
+    i = text.find(word)
+    while i >= 0:
+        j = i + n
+        before = i > 0 and (
+            _is_word_char(text[i - 1])
+            or (text[i - 1] in ".:" and i >= 2 and _is_word_char(text[i - 2]))
+        )
+        after = j < size and (
+            _is_word_char(text[j])
+            or (text[j] in ".:" and j + 1 < size and _is_word_char(text[j + 1]))
+        )
+        if not before and not after:
+            out.append(i)
+        i = text.find(word, i + 1)
+    return out
 
 
 _FLATTEN = str.maketrans({"\n": " ", "\r": " ", "\t": " "})

@@ -120,6 +120,7 @@ class PreviewPane(ScrollView, can_focus=True):
         self.window = DEFAULT_WINDOW
         self._key: tuple[object, ...] | None = None
         self._timer: Timer | None = None
+        self._schedules = 0  # schedule() calls: a debounce starts for the latest only
         self._pending = False
         #: Key of the render on screen (or given up on); differs from ``_key`` while rendering.
         self._shown_key: tuple[object, ...] | None = None
@@ -192,10 +193,19 @@ class PreviewPane(ScrollView, can_focus=True):
         return self._pending or (self._key is not None and self._key != self._shown_key)
 
     def schedule(self) -> None:
+        """Render the preview after a short debounce, which starts once the screen has been
+        painted: results a search brings are drawn before the preview renders on its thread
+        (which would hold the GIL while the results paint)."""
         if self._timer is not None:
             self._timer.stop()
+            self._timer = None
         self._pending = True
-        self._timer = self.set_timer(PREVIEW_DEBOUNCE, self._fire)
+        self._schedules += 1
+        self.call_after_refresh(self._start_debounce, self._schedules)
+
+    def _start_debounce(self, schedule: int) -> None:
+        if schedule == self._schedules and self._pending:
+            self._timer = self.set_timer(PREVIEW_DEBOUNCE, self._fire)
 
     def _fire(self) -> None:
         self._pending = False
