@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +46,8 @@ from tui_search.core.store import ChunkRecord, vector_key
 
 #: Writes of at least this many chunks use Whoosh's multi-process writer.
 BULK_WRITE = 5000
+#: How long a process waits for another one that is creating the same new full-text index.
+CREATE_RACE_TIMEOUT = 10.0
 
 _CAMEL_SPLIT = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 _IDENT_TOKEN = r"[A-Za-z_$][\w$]*(?:[.:][A-Za-z_0-9$][\w$]*)*"
@@ -542,10 +545,20 @@ class LexicalIndex:
                 raise IndexError_(
                     f"the full-text index at {self.directory} is unreadable: {exc}"
                 ) from exc
-        try:
-            return whoosh_index.create_in(str(self.directory), make_schema())
-        except NameError:  # Whoosh's "File '_MAIN_0.toc' exists": another process made it first
-            return whoosh_index.open_dir(str(self.directory))
+        # Two processes may create a new index at once: Whoosh raises NameError ("File
+        # '_MAIN_0.toc' exists") when the other one finished first, and FileNotFoundError when
+        # the other one's clean-up removed our temporary TOC before we renamed it. Either way
+        # the other process is making the index: open it once its TOC is there.
+        deadline = time.monotonic() + CREATE_RACE_TIMEOUT
+        while True:
+            if any(self.directory.glob("_MAIN_*.toc")):
+                return whoosh_index.open_dir(str(self.directory))
+            try:
+                return whoosh_index.create_in(str(self.directory), make_schema())
+            except (NameError, FileNotFoundError):
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
 
     @classmethod
     def recreate(cls, directory: Path, params: LexicalParams | None = None) -> LexicalIndex:
