@@ -4,9 +4,10 @@ Saved atomically (write a temporary file, then rename) so a reader in another pr
 sees half a file; a reader reloads when the file on disk changes.
 
 A saved index is opened as a read-only memory map of its file (``Index.view``): opening costs
-no read, and a process that only searches keeps in memory just the pages its searches touch
+no read, pages come in as searches touch them (graph walks reach most of the file after a few
+dozen queries), and every process searching the same index shares them through the page cache
 (the file stays valid under the map because a save replaces it, never rewrites it). The first
-write loads it into memory whole.
+write loads it into memory whole; loading then takes the newest file, as ``refresh`` would.
 """
 
 from __future__ import annotations
