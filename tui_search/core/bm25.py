@@ -19,6 +19,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+import tui_search.core.startup  # noqa: F401  (before Whoosh: see its docstring)
+
+# isort: split
 from whoosh import query as Q
 from whoosh.codec.whoosh3 import W3LeafMatcher
 from whoosh.util.numlists import delta_decode

@@ -8,6 +8,7 @@ results costs one small matrix comparison. Texts too short to shingle compare by
 
 from __future__ import annotations
 
+import functools
 import zlib
 from collections.abc import Sequence
 
@@ -17,9 +18,15 @@ SHINGLE = 3
 NUM_HASHES = 64
 DEFAULT_THRESHOLD = 0.8
 _PRIME = (1 << 61) - 1
-_rng = np.random.default_rng(20261123)
-_A = _rng.integers(1, _PRIME, NUM_HASHES, dtype=np.uint64)
-_B = _rng.integers(0, _PRIME, NUM_HASHES, dtype=np.uint64)
+
+
+@functools.cache
+def _hash_params() -> tuple[np.ndarray, np.ndarray]:
+    """The MinHash functions' ``a`` and ``b`` (fixed seed), made on first use: ``numpy.random``
+    costs a command-line search 8 ms of imports it has no other use for."""
+    rng = np.random.default_rng(20261123)
+    a = rng.integers(1, _PRIME, NUM_HASHES, dtype=np.uint64)
+    return a, rng.integers(0, _PRIME, NUM_HASHES, dtype=np.uint64)
 
 
 def page_shingles(texts: Sequence[str], size: int = SHINGLE) -> tuple[np.ndarray, np.ndarray]:
@@ -54,7 +61,8 @@ def page_shingles(texts: Sequence[str], size: int = SHINGLE) -> tuple[np.ndarray
 def signatures(hashes: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """MinHash signatures (one row per text): per hash function, the smallest hashed shingle."""
     # (a * h + b) mod 2^64 keeps to uint64 arithmetic; the low bits are well mixed enough
-    mixed = hashes[None, :] * _A[:, None] + _B[:, None]
+    a, b = _hash_params()
+    mixed = hashes[None, :] * a[:, None] + b[:, None]
     return np.asarray(np.minimum.reduceat(mixed, offsets, axis=1).T)
 
 

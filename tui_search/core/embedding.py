@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import os
 import threading
 from pathlib import Path
-from typing import Any, Protocol, cast, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -111,85 +110,131 @@ def _prefix(text: str, chars: int) -> str:
 MODEL2VEC_FILES = ("config.json", "model.safetensors", "tokenizer.json")
 
 
-@functools.cache
-def _light_model_class() -> Any:
-    """A ``StaticModel`` whose constructor skips two costs of ``StaticModel.__init__`` (about
-    80 ms of every command-line search): a deep copy of the tokenizer (ours was just read from
-    the file and nobody else holds it) and sorting the vocabulary into ``tokens`` (read here
-    only when asked: ``median_token_length`` needs it in ``encode``). Otherwise the same
-    attributes, set the same way; a test compares it with ``StaticModel.from_pretrained``.
-    None when model2vec's helpers have moved (then ``StaticModel`` itself is used)."""
+class FolderModel:
+    """A model2vec model read from its folder (``StaticModel.save_pretrained``'s layout): the
+    parts of ``StaticModel`` that embedding uses, the same values (a test compares them with
+    ``StaticModel.from_pretrained``), without importing the ``model2vec`` package, which
+    brings ``joblib`` and ``tqdm`` (36 ms of every command-line search) for batch encoding
+    that the indexer does itself. ``tokenize`` is ``StaticModel.tokenize``: the tokenizer's
+    ids without special tokens, the unknown token dropped. Models from the hub are loaded by
+    model2vec itself."""
+
+    def __init__(self, folder: Path) -> None:
+        from tokenizers import Tokenizer
+
+        tensors = _mapped_tensors(folder / "model.safetensors")
+        self.embedding: np.ndarray = tensors["embeddings"]
+        self.weights: np.ndarray | None = tensors.get("weights")
+        self.token_mapping: np.ndarray | None = tensors.get("mapping")
+        self.config: dict[str, Any] = json.loads(
+            (folder / "config.json").read_text(encoding="utf-8")
+        )
+        self.normalize = bool(self.config.get("normalize", False))
+        self.max_length: int | None = self.config.get("max_length", 512)
+        self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        if self.token_mapping is None and len(self.embedding) != self.tokenizer.get_vocab_size():
+            raise ValueError(
+                f"{self.tokenizer.get_vocab_size()} tokens but {len(self.embedding)} vectors, "
+                "and no token mapping"
+            )
+        padding = self.tokenizer.padding  # no padding, the pad token kept (as model2vec)
+        if padding is not None:
+            self.tokenizer.enable_padding(
+                pad_id=padding["pad_id"],
+                pad_token=padding["pad_token"],
+                pad_type_id=padding["pad_type_id"],
+                length=0,
+            )
+        self.unk_token_id = self._unk_token_id()
+
+    def _unk_token_id(self) -> int | None:
+        model = self.tokenizer.model
+        if hasattr(model, "unk_token"):  # WordPiece, BPE, WordLevel
+            token = model.unk_token
+            return None if token is None else self.tokenizer.token_to_id(token)
+        unk = json.loads(self.tokenizer.to_str())["model"].get("unk_id")  # Unigram
+        return None if unk is None else int(unk)
+
+    @property
+    def dim(self) -> int:
+        return int(self.embedding.shape[1])
+
+    def tokenize(self, sentences: list[str]) -> list[list[int]]:
+        encodings = self.tokenizer.encode_batch_fast(sentences, add_special_tokens=False)
+        unk = self.unk_token_id
+        if unk is None:
+            return [e.ids for e in encodings]
+        return [[i for i in e.ids if i != unk] for e in encodings]
+
+
+#: safetensors dtype codes and their numpy types (the ones a model2vec model holds).
+_SAFETENSORS_DTYPES = {
+    "F64": np.float64,
+    "F32": np.float32,
+    "F16": np.float16,
+    "I64": np.int64,
+    "I32": np.int32,
+    "I16": np.int16,
+    "I8": np.int8,
+    "U8": np.uint8,
+}
+
+
+def _mapped_tensors(path: Path) -> dict[str, np.ndarray]:
+    """The tensors of a ``.safetensors`` file as read-only memory maps of the file: no copy of
+    the embedding table (19 MB, ~15 ms of each process's start-up with ``safe_open``); a
+    search reads the rows of its own tokens, and every process shares the pages. The format is
+    an 8-byte little-endian header length, a JSON header of ``dtype``/``shape``/
+    ``data_offsets`` per tensor, then the data. A file whose header does not describe it
+    exactly is not mapped but read by ``safetensors`` itself, which says what is wrong."""
+    try:
+        total = path.stat().st_size
+        with open(path, "rb") as fh:
+            size = int.from_bytes(fh.read(8), "little")
+            if not 2 <= size <= min(total - 8, 100_000_000):
+                raise ValueError("no header")
+            header = json.loads(fh.read(size))
+        if not isinstance(header, dict):
+            raise ValueError("no header")
+        out: dict[str, np.ndarray] = {}
+        for name, meta in header.items():
+            if name == "__metadata__":
+                continue
+            dtype = np.dtype(_SAFETENSORS_DTYPES[meta["dtype"]])
+            shape = tuple(int(n) for n in meta["shape"])
+            start, end = (int(n) for n in meta["data_offsets"])
+            count = int(np.prod(shape, dtype=np.int64))
+            if not 0 <= start <= end or end - start != count * dtype.itemsize:
+                raise ValueError(f"tensor {name}: its offsets do not match its shape")
+            if 8 + size + end > total:
+                raise ValueError(f"tensor {name}: past the end of the file")
+            if count == 0:
+                out[name] = np.zeros(shape, dtype=dtype)
+            else:
+                offset = 8 + size + start
+                out[name] = np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape)
+        return out
+    except (OSError, ValueError, KeyError, TypeError):
+        from safetensors import safe_open
+
+        with safe_open(str(path), framework="numpy") as tensors:
+            return {name: tensors.get_tensor(name) for name in tensors.keys()}  # noqa: SIM118
+
+
+def _from_pretrained(name: str) -> Any:
+    """``StaticModel.from_pretrained``: a hub id (only when the user asks for one) or a folder
+    in another layout."""
     try:
         from model2vec import StaticModel
-        from model2vec.model import _disable_padding, _get_unk_token_id
-    except ImportError:  # pragma: no cover - another model2vec layout
-        return None
+    except ImportError as exc:  # pragma: no cover - a packaging error
+        raise ModelError(f"model2vec is not installed: {exc}") from exc
+    import logging
 
-    class LightStaticModel(StaticModel):
-        def __init__(
-            self,
-            vectors: np.ndarray,
-            tokenizer: Any,
-            config: dict[str, Any],
-            normalize: bool,
-            weights: np.ndarray | None,
-            token_mapping: np.ndarray | None,
-            max_length: int | None,
-        ) -> None:
-            if token_mapping is None and len(vectors) != tokenizer.get_vocab_size():
-                raise ValueError(
-                    f"{tokenizer.get_vocab_size()} tokens but {len(vectors)} vectors, no mapping"
-                )
-            self.embedding = vectors
-            self.weights = weights
-            self.token_mapping = token_mapping
-            self.tokenizer = tokenizer
-            _disable_padding(self.tokenizer)
-            self.unk_token_id = _get_unk_token_id(self.tokenizer)
-            self.config = cast(Any, {**config})
-            self.base_model_name = None
-            self.language = None
-            self.max_length = max_length
-            self.normalize = normalize
-
-        @functools.cached_property
-        def tokens(self) -> tuple[str, ...]:  # type: ignore[override]
-            vocab = sorted(self.tokenizer.get_vocab().items(), key=lambda x: x[1])
-            return tuple(token for token, _ in vocab)
-
-        @functools.cached_property
-        def median_token_length(self) -> int:  # type: ignore[override]
-            return int(np.median([len(token) for token in self.tokens]))
-
-    return LightStaticModel
-
-
-def _load_model_folder(folder: Path) -> Any:
-    """A ``StaticModel`` from a local model2vec folder: what ``StaticModel.from_pretrained``
-    builds from one (the same tensors, tokenizer and config: a test compares them), without
-    the hub lookup and the model-card parsing it does first, which cost a command-line search
-    about 0.4 s of its start-up."""
-    from model2vec import StaticModel
-    from safetensors import safe_open
-    from tokenizers import Tokenizer
-
-    with safe_open(str(folder / "model.safetensors"), framework="numpy") as tensors:
-        names = set(tensors.keys())
-        embeddings = tensors.get_tensor("embeddings")
-        weights = tensors.get_tensor("weights") if "weights" in names else None
-        mapping = tensors.get_tensor("mapping") if "mapping" in names else None
-    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
-    light = _light_model_class()
-    return (light or StaticModel)(
-        vectors=embeddings,
-        tokenizer=tokenizer,
-        config=config,
-        normalize=bool(config.get("normalize", False)),
-        weights=weights,
-        token_mapping=mapping,
-        max_length=config.get("max_length", 512),
-    )
+    # model2vec reads a model card through huggingface_hub, which warns about cards without
+    # metadata; that is noise to a user
+    for logger in ("model2vec", "huggingface_hub", "huggingface_hub.repocard"):
+        logging.getLogger(logger).setLevel(logging.ERROR)
+    return StaticModel.from_pretrained(name)
 
 
 class Model2VecEmbedder:
@@ -201,16 +246,6 @@ class Model2VecEmbedder:
         self.batch_size = batch_size
         self._lock = threading.Lock()
         source = Path(model).expanduser() if model is not None else DEFAULT_MODEL_DIR
-        try:
-            from model2vec import StaticModel
-        except ImportError as exc:  # pragma: no cover - a packaging error
-            raise ModelError(f"model2vec is not installed: {exc}") from exc
-        import logging
-
-        # model2vec reads a model card through huggingface_hub, which warns about cards
-        # without metadata; that is noise to a user of the shipped model
-        for name in ("model2vec", "huggingface_hub", "huggingface_hub.repocard"):
-            logging.getLogger(name).setLevel(logging.ERROR)
         if source.exists():
             if not (source / "config.json").is_file():
                 raise ModelError(f"{source} is not a model2vec model folder (no config.json)")
@@ -226,15 +261,12 @@ class Model2VecEmbedder:
             self._fingerprint = hashlib.sha256(self.name.encode()).hexdigest()[:16]
         try:
             if source.exists() and all((source / f).is_file() for f in MODEL2VEC_FILES):
-                self._model = _load_model_folder(source)
+                self._model: Any = FolderModel(source)
             else:
-                self._model = StaticModel.from_pretrained(
-                    str(source) if source.exists() else str(model)
-                )
+                self._model = _from_pretrained(str(source) if source.exists() else str(model))
         except Exception as exc:
             raise ModelError(f"cannot load model2vec model {self.name!r}: {exc}") from exc
         self._dim = int(self._model.dim)
-        self._inverse_norms: np.ndarray | None = None
         self._prefix_tokens = _prefix_tokens(self._model)
 
     @property
@@ -323,23 +355,8 @@ class Model2VecEmbedder:
 
     def token_vectors(self, ids: np.ndarray) -> np.ndarray:
         """L2-normalised float32 rows of ``ids``, gathered from the model's own (int8) table
-        and scaled by each token's inverse norm: no float32 copy of the whole table (75 MB,
-        0.1-0.2 s to build on a process's first search)."""
-        ids = np.asarray(ids, dtype=np.int64)
-        if self._inverse_norms is None:
-            with self._lock:
-                if self._inverse_norms is None:
-                    self._inverse_norms = self._token_inverse_norms()
-        return self._rows(ids) * self._inverse_norms[ids][:, None]
-
-    def _token_inverse_norms(self) -> np.ndarray:
-        mapping = getattr(self._model, "token_mapping", None)
-        size = len(mapping) if mapping is not None else len(self._model.embedding)
-        out = np.zeros(size, dtype=np.float32)
-        for start in range(0, size, 4096):  # in blocks: a float32 copy of 4,096 rows at a time
-            rows = self._rows(np.arange(start, min(start + 4096, size)))
-            norms = np.sqrt(np.einsum("ij,ij->i", rows, rows))
-            out[start : start + len(rows)] = np.divide(
-                1.0, norms, out=np.zeros_like(norms), where=norms > 0
-            )
-        return out
+        and each divided by its own norm: no float32 copy of the whole table and no table of
+        every token's norm (20 ms of a process's first search), only the rows asked for."""
+        rows = self._rows(np.asarray(ids, dtype=np.int64))
+        norms = np.sqrt(np.einsum("ij,ij->i", rows, rows))[:, None]
+        return np.divide(rows, norms, out=np.zeros_like(rows), where=norms > 0)

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tui_search.config import Settings
-from tui_search.core.duplicates import near_duplicate_groups
 from tui_search.core.embedding import Embedder, Model2VecEmbedder, TokenEmbedder
 from tui_search.core.errors import IndexBusyError, NotFoundError, QueryError, TuiSearchError
 from tui_search.core.index import SearchIndex
@@ -23,7 +22,6 @@ from tui_search.core.lexical import LexicalParams
 from tui_search.core.plan import Mode, QueryPlan, as_mode
 from tui_search.core.query import applied_operators
 from tui_search.core.ranking import FusionParams, Scored, document_of
-from tui_search.core.reading import Reading
 from tui_search.core.results import (
     DocumentGroup,
     FusionWeights,
@@ -41,6 +39,7 @@ from tui_search.core.workspace import Workspace
 
 if TYPE_CHECKING:
     from tui_search.core.graph import LinkGraph
+    from tui_search.core.reading import Reading
 
 
 #: Files per write of a first index (each write makes them searchable).
@@ -547,11 +546,12 @@ class SearchEngine:
             weights=ranking.weights,
             soft_share=fusion.soft_share if self.retriever.soft_matching(fusion) else 0.0,
             operators=applied_operators(plan.text),
-            duplicate_groups=(
-                tuple(
-                    tuple(g) for g in near_duplicate_groups([h.content for h in hits]) if len(g) > 1
-                )
-                if collapse_duplicates
-                else ()
-            ),
+            duplicate_groups=_duplicate_groups(hits) if collapse_duplicates else (),
         )
+
+
+def _duplicate_groups(hits: Iterable[Hit]) -> tuple[tuple[int, ...], ...]:
+    """The page's groups of near-duplicate hits (indexes into the page), singletons left out."""
+    from tui_search.core.duplicates import near_duplicate_groups  # only pages that collapse
+
+    return tuple(tuple(g) for g in near_duplicate_groups([h.content for h in hits]) if len(g) > 1)

@@ -19,6 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+import tui_search.core.startup  # noqa: F401  (before Whoosh: see its docstring)
+
+# isort: split
 from whoosh import index as whoosh_index
 from whoosh import query as Q
 from whoosh.analysis import (

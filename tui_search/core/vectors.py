@@ -17,6 +17,10 @@ import threading
 from pathlib import Path
 
 import numpy as np
+
+import tui_search.core.startup  # noqa: F401  (before usearch: see its docstring)
+
+# isort: split
 from usearch.index import Index
 
 from tui_search.core.errors import IndexError_

@@ -1,0 +1,89 @@
+"""Start-up cost: the search libraries, imported without three packages a search never uses.
+
+Whoosh and usearch import, at their top level, modules for things tui-search never does:
+``urllib.request`` (with ``http.client``, ``email`` and ``ssl``: 15 ms) for download helpers,
+``tqdm`` (14 ms) for progress bars, and, through the ``cached_property`` package Whoosh's
+readers use, ``asyncio`` (14 ms), asked on each property's first read whether the property is a
+coroutine. A command-line search paid those ~43 ms, a tenth of the whole process.
+
+Importing this module imports Whoosh and usearch with those packages *deferred*: while they
+import, ``sys.modules`` holds a placeholder for each, which loads the real package the first
+time one of its attributes is used; names imported from one (``from tqdm import tqdm``) are
+functions that import the package when called. ``asyncio.iscoroutinefunction`` is answered
+without asyncio while asyncio is not loaded: it is then ``inspect.iscoroutinefunction``, since
+only asyncio's own decorator marks other functions as coroutines. The placeholders leave
+``sys.modules`` when the libraries are imported, so a later ``import asyncio`` anywhere gets
+the real package. A package already imported (the app imports ``asyncio`` with Textual first)
+is used as it is. Lexical, BM25 and vector modules import this module before those libraries.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import inspect
+import sys
+import types
+from collections.abc import Callable, Iterator
+from typing import Any
+
+
+class _Deferred(types.ModuleType):
+    """A stand-in for a module that imports the real one on first attribute access."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)  # introspection (copy, pickle, pydoc) loads nothing
+        return getattr(importlib.import_module(self.__name__), name)
+
+
+def _forwarder(module: str, name: str) -> Callable[..., Any]:
+    """A function standing for ``module.name`` that imports the module when it is called."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return getattr(importlib.import_module(module), name)(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = name
+    return call
+
+
+def _iscoroutinefunction(func: object) -> bool:
+    """``asyncio.iscoroutinefunction``: without asyncio loaded, no function carries asyncio's
+    coroutine mark, so the answer is ``inspect``'s."""
+    real = sys.modules.get("asyncio")
+    if real is not None and not isinstance(real, _Deferred):
+        return bool(real.iscoroutinefunction(func))
+    return inspect.iscoroutinefunction(func)
+
+
+@contextlib.contextmanager
+def deferred_imports(modules: dict[str, dict[str, Callable[..., Any] | None]]) -> Iterator[None]:
+    """Within the block, ``import NAME`` of each module not imported yet gives a placeholder.
+    Each listed attribute of it is the given function, or (None) a function that forwards to
+    the real one. The placeholders are removed from ``sys.modules`` when the block ends."""
+    placed: dict[str, _Deferred] = {}
+    for name, attrs in modules.items():
+        if name in sys.modules:
+            continue
+        stub = _Deferred(name)
+        for attr, func in attrs.items():
+            setattr(stub, attr, func or _forwarder(name, attr))
+        placed[name] = sys.modules[name] = stub
+    try:
+        yield
+    finally:
+        for name, stub in placed.items():
+            if sys.modules.get(name) is stub:
+                del sys.modules[name]
+
+
+with deferred_imports(
+    {
+        "urllib.request": {"urlretrieve": None},
+        "tqdm": {"tqdm": None},
+        "asyncio": {"iscoroutinefunction": _iscoroutinefunction},
+    }
+):
+    import cached_property  # noqa: F401
+    import usearch.index  # noqa: F401
+    import whoosh.compat  # noqa: F401
