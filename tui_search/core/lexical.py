@@ -543,6 +543,7 @@ class LexicalIndex:
                 # one copies every segment's term file into memory: 65 ms at 69k chunks)
                 searcher = ix.searcher(weighting=BM25F(B=self.params.b, K1=self.params.k1))
                 searcher.doc_count()
+                whoosh_files.check_segments(searcher.reader())
                 self._searcher = searcher
                 return ix
             except Exception as exc:

@@ -77,3 +77,20 @@ def open_dir(directory: str) -> Any:
 def create_in(directory: str, schema: Any) -> Any:
     """``whoosh.index.create_in`` over a ``MappedFileStorage``."""
     return MappedFileStorage(directory).create_index(schema)
+
+
+#: The tag Whoosh's (W3 codec) postings file starts with.
+POSTINGS_MAGIC = b"W3Bl"
+
+
+def check_segments(reader: Any) -> None:
+    """Raise ``ValueError`` when a segment's postings file is not one: with each segment in
+    files of its own, an emptied or replaced postings file would otherwise read as terms
+    that match nothing. (A missing file fails to open; the term table checks its own tag.)"""
+    for leaf, _ in reader.leaf_readers():
+        terms = getattr(leaf, "_terms", None)
+        postings = getattr(terms, "_postfile", None)
+        if postings is None or not leaf.doc_count_all():
+            continue
+        if bytes(postings.get(0, len(POSTINGS_MAGIC))) != POSTINGS_MAGIC:
+            raise ValueError(f"segment {leaf.segment()}: its postings file is damaged")
