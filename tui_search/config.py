@@ -96,6 +96,10 @@ class Settings:
     #: Semantic side: share of a chunk's cosine taken from the cosine of its file's mean
     #: chunk vector (0 = chunks on their own; chosen across every judged set).
     file_vector_weight: float = 0.1
+    #: Semantic mode: cosines taken after removing the index's mean chunk vector and the
+    #: direction around it that every chunk shares (``core.centering``); hybrid mode keeps
+    #: the plain cosine (chosen across every judged set, docs/evaluation.md, session 6).
+    semantic_centering: bool = True
     #: How many candidates each arm contributes before fusion.
     candidate_depth: int = 200
     #: Passages shown per document in grouped results.

@@ -488,16 +488,29 @@ def test_cross_process_freshness_with_the_real_model(tmp_path: Path) -> None:
 def expected_cosines(engine: SearchEngine, query: str, weight: float) -> dict[str, float]:
     """Each chunk's cosine mixed with its file's mean chunk vector, from the manifest's own
     vectors (not from the retriever's cache)."""
+    from tui_search.core.centering import SAMPLE_SIZE, Centering
     from tui_search.core.store import vector_key
 
     qvec = engine.embed_query(query)
+    # semantic mode compares without the common direction of the index's current vectors
+    centring = (
+        Centering.from_vectors(engine.index.vectors.sample(SAMPLE_SIZE))
+        if engine.fusion.semantic_centering
+        else None
+    )
+
+    def cos(vec: np.ndarray) -> float:
+        if centring is None:
+            return float(vec @ qvec)
+        return float(centring.cosines(qvec, vec[None, :])[0])
+
     out: dict[str, float] = {}
     for path in engine.files():
         vecs = dict(engine.indexer.store.vectors_for_path(path))
         mean = np.mean(np.stack(list(vecs.values())), axis=0)
-        file_cos = float(mean @ qvec) / float(np.linalg.norm(mean))
+        file_cos = cos(mean / float(np.linalg.norm(mean)))
         for c in engine.sections(path):
-            own = float(vecs[vector_key(c.key)] @ qvec)
+            own = cos(vecs[vector_key(c.key)])
             out[c.key] = (1 - weight) * own + weight * file_cos
     return out
 

@@ -88,6 +88,7 @@ class SearchEngine:
             soft_share=settings.soft_match_share,
             document_weight=settings.document_weight,
             file_vector_weight=settings.file_vector_weight,
+            semantic_centering=settings.semantic_centering,
         )
         index_dir = settings.resolved_index_dir
         self.workspace = Workspace(settings.workspace, extra_ignored=(index_dir,))

@@ -242,6 +242,12 @@ class SearchIndex:
                     )
             self._vectors_seq = max(self._vectors_seq, top)
 
+    @property
+    def vectors_version(self) -> int:
+        """Moves on whenever vectors are written here or seen written by another process (the
+        position in the manifest's vector log)."""
+        return self._vectors_seq
+
     def vectors_written(self) -> None:
         """After a write (the writer's memory already holds it): note the log position, and
         fold a long log into the vector file."""

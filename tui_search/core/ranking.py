@@ -34,6 +34,8 @@ class FusionParams:
     #: Share of a candidate's cosine taken from the cosine of its document's mean chunk
     #: vector (``Retriever``): a section of a file that is about the query as a whole gains.
     file_vector_weight: float = Settings.file_vector_weight
+    #: Semantic mode: cosines without the index's common direction (``core.centering``).
+    semantic_centering: bool = Settings.semantic_centering
 
 
 @dataclass(slots=True)

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from whoosh import query as Q
 
+from tui_search.core.centering import SAMPLE_SIZE, Centering
 from tui_search.core.embedding import Embedder, TokenEmbedder
 from tui_search.core.exact import term_query
 from tui_search.core.index import SearchIndex
@@ -440,6 +441,8 @@ class Retriever:
         self._cache_lock = threading.Lock()
         self._query_cache: dict[str, np.ndarray] = {}
         self._token_cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        # ((vectors version, vector count) it was taken at, the index's common direction)
+        self._centering: tuple[tuple[int, int], Centering | None] | None = None
 
     def embed_query(self, text: str) -> np.ndarray:
         with self._cache_lock:
@@ -462,6 +465,8 @@ class Retriever:
         blend = f", document best x{fusion.document_weight:g}" if fusion.document_weight > 0 else ""
         if fusion.file_vector_weight > 0:
             blend += f", cosine {fusion.file_vector_weight:g} from the file's mean vector"
+        if fusion.semantic_centering:
+            blend += ", semantic mode: cosines without the index's common direction"
         if self.soft_matching(fusion):
             return (
                 f"convex(min-max), semantic side {1 - fusion.soft_share:g} cosine + "
@@ -542,9 +547,14 @@ class Retriever:
                     sim = sims.get(vector_key(k))
                     if sim is not None:
                         lookup[k] = sim
+        centering = None
+        if qvec is not None and mode == "semantic" and fusion.semantic_centering and semantic:
+            centering = self.centering()
+            if centering is not None:
+                semantic = self._centred_cosines(qvec, semantic, centering)
         if qvec is not None and fusion.file_vector_weight > 0 and (semantic or lookup):
             semantic, lookup = self._mix_file_cosine(
-                qvec, semantic, lookup, fusion.file_vector_weight
+                qvec, semantic, lookup, fusion.file_vector_weight, centering
             )
         soft: dict[str, float] | None = None
         if (
@@ -659,23 +669,53 @@ class Retriever:
         # a vector without a chunk is stale (a crash left it): skip it
         return [(keys[v], sim) for v, sim in found if v in keys][:depth]
 
+    def centering(self) -> Centering | None:
+        """The index's common direction (``core.centering``), from an even sample of its
+        vectors; taken again after vectors are written."""
+        vectors = self.index.vectors
+        stamp = (self.index.vectors_version, len(vectors))
+        with self._cache_lock:
+            cached = self._centering
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        found = Centering.from_vectors(vectors.sample(SAMPLE_SIZE))
+        with self._cache_lock:
+            self._centering = (stamp, found)
+        return found
+
+    def _centred_cosines(
+        self, qvec: np.ndarray, semantic: list[tuple[str, float]], centering: Centering
+    ) -> list[tuple[str, float]]:
+        """The semantic arm's candidates (selected, and kept in order, by the plain cosine)
+        with their cosines taken without the common direction."""
+        vkeys, vecs = self.index.vectors.get(
+            np.fromiter((vector_key(k) for k, _ in semantic), np.uint64, len(semantic))
+        )
+        sims = dict(zip(vkeys.tolist(), centering.cosines(qvec, vecs).tolist(), strict=True))
+        return [(k, sims.get(vector_key(k), c)) for k, c in semantic]
+
     def _mix_file_cosine(
         self,
         qvec: np.ndarray,
         semantic: list[tuple[str, float]],
         lookup: dict[str, float],
         weight: float,
+        centering: Centering | None = None,
     ) -> tuple[list[tuple[str, float]], dict[str, float]]:
         """Each candidate's cosine becomes ``(1 - weight) * its own + weight * the cosine of
         its document's mean chunk vector``: a section of a file that is about the query as a
         whole gains. The semantic arm's candidates (and their order) stay the chunk cosine's.
-        The means are read from the manifest, which rewrites a file's mean with its vectors."""
+        The means are read from the manifest, which rewrites a file's mean with its vectors.
+        With ``centering`` (semantic mode), the means and the query are compared without the
+        index's common direction, as the chunks were."""
         docs = {document_of(k) for k, _ in semantic} | {document_of(k) for k in lookup}
         means = self.index.store.file_vectors(docs)
         if not means:
             return semantic, lookup
         names = list(means)
-        sims = dict(zip(names, (np.stack([means[d] for d in names]) @ qvec).tolist(), strict=True))
+        rows = np.stack([means[d] for d in names])
+        cosines = rows @ qvec if centering is None else centering.cosines(qvec, rows)
+        sims = dict(zip(names, cosines.tolist(), strict=True))
         own = 1.0 - weight
 
         def mix(key: str, cos: float) -> float:

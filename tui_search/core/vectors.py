@@ -144,6 +144,15 @@ class VectorIndex:
         assert isinstance(rows, tuple)
         return keys, np.stack([r for r in rows if r is not None]).astype(np.float32)
 
+    def sample(self, size: int) -> np.ndarray:
+        """The vectors of ``size`` keys spread evenly over the sorted keys (all when fewer):
+        the same index always gives the same sample."""
+        with self._lock:
+            keys = np.sort(np.asarray(self.index.keys, dtype=np.uint64))
+        if len(keys) > size:
+            keys = keys[np.linspace(0, len(keys) - 1, size).round().astype(np.int64)]
+        return self.get(keys)[1]
+
     def search(self, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
         """(vector key, cosine similarity) best first."""
         with self._lock:
