@@ -108,3 +108,50 @@ def test_matching_keys_uses_cached_segment_keys(tmp_path: Path) -> None:
     assert len(got) > 256 and got == expected
     assert got == sorted(r.key for r in e.indexer.store.iter_chunks())
     e.close()
+
+
+def test_postings_decoded_with_numpy_equal_whoosh_matchers(tmp_path: Path) -> None:
+    """Long posting lists (many 128-posting blocks, delta-coded ids, weights) read by our
+    block decoder give exactly the ids and weights Whoosh's matcher walks."""
+    from tui_search.core.bm25 import FastBM25
+    from tui_search.core.lexical import LexicalIndex
+    from tui_search.core.store import ChunkRecord, vector_key
+
+    def record(i: int) -> ChunkRecord:
+        key = f"d{i % 37}:s{i}#0"
+        words = ["common"] * (1 + i % 4) + (["zebra"] if i % 7 == 0 else []) + [f"w{i}"]
+        return ChunkRecord(
+            key=key,
+            vkey=vector_key(key),
+            section_id=key[:-2],
+            chunk_index=0,
+            doc=f"d{i % 37}",
+            file_path=f"d{i % 37}.md",
+            title="T",
+            heading="H",
+            heading_path=("T", "H"),
+            level=2,
+            line_start=1,
+            line_end=2,
+            content=" ".join(words),
+            tags=(),
+            content_hash=f"h{i}",
+        )
+
+    lex = LexicalIndex(tmp_path / "whoosh")
+    lex.write([], [record(i) for i in range(1500)])
+    reader = lex.searcher().reader()
+    checked = 0
+    for leaf, _ in reader.leaf_readers():
+        for field, text in (("body", "common"), ("body", "zebra"), ("path", "d3.md")):
+            got = FastBM25._postings(leaf, field, text)
+            m = leaf.postings(field, text)
+            ids, weights = [], []
+            while m.is_active():
+                ids.append(m.id())
+                weights.append(m.weight())
+                m.next()
+            assert got is not None
+            assert got[0].tolist() == ids and got[1].tolist() == weights
+            checked += len(ids)
+    assert checked > 1500  # "common" alone spans a dozen blocks

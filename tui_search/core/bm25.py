@@ -217,10 +217,18 @@ class FastBM25:
         id_parts: list[Any] = []
         weight_parts: list[Any] = []
         while m.is_active():
-            m._read_ids()
-            m._read_weights()
-            id_parts.append(np.asarray(m._ids, dtype=np.int64))
-            weight_parts.append(np.asarray(m._weights, dtype=np.float64))
+            # the block's stored data, decoded with numpy: what ``_read_ids`` (a Python loop
+            # undoing the id deltas) and ``_read_weights`` give
+            if m._data is None:
+                m._read_data()
+            raw_ids, raw_weights = m._data[0], m._data[1]
+            ids = np.asarray(raw_ids, dtype=np.int64)
+            id_parts.append(ids if m._byteids else np.cumsum(ids))
+            if raw_weights is None or isinstance(raw_weights, float):
+                w = 1.0 if raw_weights is None else raw_weights
+                weight_parts.append(np.full(m._blocklength, w, dtype=np.float64))
+            else:
+                weight_parts.append(np.asarray(raw_weights, dtype=np.float64))
             m._i = m._blocklength
             m._next_block()
         if not id_parts:
