@@ -222,8 +222,8 @@ class FastBM25:
             if m._data is None:
                 m._read_data()
             raw_ids, raw_weights = m._data[0], m._data[1]
-            ids = np.asarray(raw_ids, dtype=np.int64)
-            id_parts.append(ids if m._byteids else np.cumsum(ids))
+            deltas = np.asarray(raw_ids, dtype=np.int64)
+            id_parts.append(deltas if m._byteids else np.cumsum(deltas))
             if raw_weights is None or isinstance(raw_weights, float):
                 w = 1.0 if raw_weights is None else raw_weights
                 weight_parts.append(np.full(m._blocklength, w, dtype=np.float64))
