@@ -375,16 +375,38 @@ class FastBM25:
         file_weight: float = 0.0,
         file_field: str = "doc",
     ) -> list[tuple[int, float]]:
-        """(global docnum, score) best first; ``allowed`` is an optional bool mask of docnums.
+        """(global docnum, score) best first (``search_arrays`` as pairs)."""
+        docnums, scores = self.search_arrays(
+            searcher, clauses, limit, allowed, file_weight=file_weight, file_field=file_field
+        )
+        return list(zip(docnums.tolist(), scores.tolist(), strict=True))
+
+    def file_ordinals(self, searcher: Any, file_field: str = "doc") -> np.ndarray:
+        """Global docnum -> file ordinal (-1 for a deleted chunk), cached like the scores'."""
+        return self._file_table(self._segments(searcher), file_field).file_of
+
+    def search_arrays(
+        self,
+        searcher: Any,
+        clauses: list[tuple[str, str, float]],
+        limit: int | None,
+        allowed: np.ndarray | None = None,
+        *,
+        file_weight: float = 0.0,
+        file_field: str = "doc",
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(global docnums, scores) best first, ties by docnum; ``allowed`` is an optional
+        bool mask of docnums.
 
         ``file_weight`` > 0 mixes each chunk's score with its whole file's BM25F
         (``_file_scores``): ``(1 - file_weight) * chunk + file_weight * file``, so a section
         of a file that covers the query as a whole ranks above an equally worded one
         elsewhere. Files are told apart by ``file_field`` (one indexed term per file)."""
+        none = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
         segments = self._segments(searcher)
         total = sum(s.doc_count_all for s in segments)
         if total == 0:
-            return []
+            return none
         scores = np.zeros(total, dtype=np.float64)
         matched = np.zeros(total, dtype=bool)
         schema = searcher.schema
@@ -424,13 +446,13 @@ class FastBM25:
             )
         candidates = np.flatnonzero(matched)
         if candidates.size == 0:
-            return []
+            return none
         cand_scores = scores[candidates]
         if limit is not None and candidates.size > limit:
             top = np.argpartition(-cand_scores, limit - 1)[:limit]
             candidates, cand_scores = candidates[top], cand_scores[top]
         order = np.lexsort((candidates, -cand_scores))
-        return list(zip(candidates[order].tolist(), cand_scores[order].tolist(), strict=True))
+        return candidates[order].astype(np.int64), cand_scores[order]
 
 
 __all__ = ["FastBM25", "flatten_disjunction", "delta_decode"]

@@ -13,6 +13,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from tui_search.config import Settings
 from tui_search.core.embedding import Embedder, Model2VecEmbedder, TokenEmbedder
 from tui_search.core.errors import IndexBusyError, NotFoundError, QueryError, TuiSearchError
@@ -31,7 +33,7 @@ from tui_search.core.results import (
     IndexStatus,
     SearchResults,
 )
-from tui_search.core.retrieval import Retriever
+from tui_search.core.retrieval import Ranking, Retriever
 from tui_search.core.snippets import Highlighter
 from tui_search.core.store import ChunkRecord, FileRecord
 from tui_search.core.textsafe import clean_query_text
@@ -450,35 +452,44 @@ class SearchEngine:
             raise QueryError("the query is too complex to run; use fewer terms") from None
         store = self.index.store
         doc_paths = self.index.doc_paths()
-        # every result by index into the ranking: a row (``Scored``) is made only for those shown
-        all_paths = list(map(doc_paths.get, map(document_of, ranking.keys())))
-        kept = [i for i, path in enumerate(all_paths) if path is not None]  # else removed
-        kept_paths: list[str] = [p for p in all_paths if p is not None]
         chars = snippet_chars or self.settings.snippet_chars
         highlight = Highlighter(plan.highlight_terms, plan.identifiers)
+        per_doc = self.settings.passages_per_document
         page_groups: list[tuple[str, list[Scored], int]] = []
-        if group:
-            # files in the order of their best result; counted in C, and only the page's
-            # files collect their first passages (a broad query lists 270k results)
-            counts = Counter(kept_paths)
-            page_files = list(dict.fromkeys(kept_paths))[offset : offset + limit]
-            per_doc = self.settings.passages_per_document
-            wanted = {f: min(per_doc, counts[f]) for f in page_files}
-            passages: dict[str, list[int]] = {f: [] for f in page_files}
-            to_find = sum(wanted.values())
-            for i, path in zip(kept, kept_paths, strict=True):
-                if to_find == 0:
-                    break
-                items = passages.get(path)
-                if items is not None and len(items) < wanted[path]:
-                    items.append(i)
-                    to_find -= 1
-            page_groups = [(f, [ranking.at(i) for i in passages[f]], counts[f]) for f in page_files]
-            shown = [s for _, items, _ in page_groups for s in items]
-            total = len(counts)
+        if ranking.tail is not None:
+            # a broad boolean query (270k results at 275k chunks): counted per file in numpy
+            shown, page_groups, total, n_results, n_files = _tail_page(
+                ranking, doc_paths, group, offset, limit, per_doc
+            )
         else:
-            shown = [ranking.at(i) for i in kept[offset : offset + limit]]
-            total = len(kept)
+            # every result by index into the ranking: a row is made only for those shown
+            all_paths = list(map(doc_paths.get, map(document_of, ranking.keys())))
+            kept = [i for i, path in enumerate(all_paths) if path is not None]  # else removed
+            kept_paths: list[str] = [p for p in all_paths if p is not None]
+            n_results, n_files = len(kept), len(set(kept_paths))
+            if group:
+                # files in the order of their best result; only the page's files collect
+                # their first passages
+                counts = Counter(kept_paths)
+                page_files = list(dict.fromkeys(kept_paths))[offset : offset + limit]
+                wanted = {f: min(per_doc, counts[f]) for f in page_files}
+                passages: dict[str, list[int]] = {f: [] for f in page_files}
+                to_find = sum(wanted.values())
+                for i, path in zip(kept, kept_paths, strict=True):
+                    if to_find == 0:
+                        break
+                    items = passages.get(path)
+                    if items is not None and len(items) < wanted[path]:
+                        items.append(i)
+                        to_find -= 1
+                page_groups = [
+                    (f, [ranking.at(i) for i in passages[f]], counts[f]) for f in page_files
+                ]
+                shown = [s for _, items, _ in page_groups for s in items]
+                total = len(counts)
+            else:
+                shown = [ranking.at(i) for i in kept[offset : offset + limit]]
+                total = len(kept)
         # full records and snippets only for the rows shown
         records = store.chunks_by_keys(s.key for s in shown)
         if len(records) < len(shown):  # a section removed meanwhile: leave it out
@@ -535,8 +546,8 @@ class SearchEngine:
             query=plan.text,
             mode=run_mode,
             took_ms=(time.perf_counter() - started) * 1000,
-            total_results=len(kept),
-            files_covered=len(set(kept_paths)),
+            total_results=n_results,
+            files_covered=n_files,
             hits=hits,
             documents=documents,
             has_more=has_more,
@@ -556,3 +567,36 @@ def _duplicate_groups(hits: Iterable[Hit]) -> tuple[tuple[int, ...], ...]:
     from tui_search.core.duplicates import near_duplicate_groups  # only pages that collapse
 
     return tuple(tuple(g) for g in near_duplicate_groups([h.content for h in hits]) if len(g) > 1)
+
+
+def _tail_page(
+    ranking: Ranking,
+    doc_paths: dict[str, str],
+    group: bool,
+    offset: int,
+    limit: int,
+    per_doc: int,
+) -> tuple[list[Scored], list[tuple[str, list[Scored], int]], int, int, int]:
+    """A page of a ranking with a keyword tail: (rows shown, grouped page, total for paging,
+    results, files). Every result's file is an ordinal in an array (the fused head's from
+    their keys, the tail's from their docnums): kept, counted and ordered with numpy, and
+    rows made for the page only. What the plain path does with keys, on 270k results."""
+    tail = ranking.tail
+    assert tail is not None
+    files = np.concatenate([tail.files_of([s.key for s in ranking.ranked]), tail.files()])
+    kept = np.flatnonzero(files >= 0)  # else a chunk deleted meanwhile
+    kept_files = files[kept]
+    uniq, first, counts = np.unique(kept_files, return_index=True, return_counts=True)
+    if not group:
+        shown = [ranking.at(int(i)) for i in kept[offset : offset + limit]]
+        return shown, [], len(kept), len(kept), len(uniq)
+    order = np.argsort(first, kind="stable")  # files in the order of their best result
+    page: list[tuple[str, list[Scored], int]] = []
+    for j in order[offset : offset + limit].tolist():
+        where = np.flatnonzero(kept_files == uniq[j])[:per_doc]
+        items = [ranking.at(int(kept[w])) for w in where.tolist()]
+        path = doc_paths.get(document_of(items[0].key))
+        if path is not None:  # else removed meanwhile
+            page.append((path, items, int(counts[j])))
+    shown = [s for _, items, _ in page for s in items]
+    return shown, page, len(uniq), len(kept), len(uniq)

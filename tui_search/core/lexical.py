@@ -14,7 +14,7 @@ import re
 import shutil
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -840,21 +840,57 @@ class LexicalSnapshot:
         *,
         file_weight: float = 0.0,
     ) -> list[tuple[str, float]]:
-        """(chunk key, BM25F score) best first, within ``allowed`` (a docnum mask) if given.
+        """(chunk key, BM25F score) best first: ``search_arrays`` with the keys read."""
+        docnums, scores = self.search_arrays(query, limit, allowed, file_weight=file_weight)
+        return list(zip(self.keys(docnums.tolist()), scores.tolist(), strict=True))
+
+    def search_arrays(
+        self,
+        query: Q.Query,
+        limit: int | None,
+        allowed: np.ndarray | None = None,
+        *,
+        file_weight: float = 0.0,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(docnums, BM25F scores) best first, within ``allowed`` (a docnum mask) if given.
         ``file_weight`` > 0 mixes in each chunk's whole-file BM25F (plain weighted
         disjunctions only: every plain query; see ``FastBM25.search``)."""
         s = self.searcher
         clauses = flatten_disjunction(query)
         if clauses is not None:
             # plain weighted disjunction: the same BM25F scores, computed with numpy
-            ranked = self._fast.search(s, clauses, limit, allowed, file_weight=file_weight)
-            docs = [d for d, _ in ranked]
-            return list(zip(self.keys(docs), [sc for _, sc in ranked], strict=True))
+            return self._fast.search_arrays(s, clauses, limit, allowed, file_weight=file_weight)
         results = s.search(query, limit=limit, terms=False)
-        hits = [(hit.docnum, float(hit.score)) for hit in results]
+        docnums = np.fromiter((hit.docnum for hit in results), dtype=np.int64)
+        scores = np.fromiter((float(hit.score) for hit in results), dtype=np.float64)
         if allowed is not None:
-            hits = [(d, sc) for d, sc in hits if d < len(allowed) and allowed[d]]
-        return list(zip(self.keys(d for d, _ in hits), (sc for _, sc in hits), strict=True))
+            ok = docnums < len(allowed)
+            ok[ok] = allowed[docnums[ok]]
+            docnums, scores = docnums[ok], scores[ok]
+        return docnums, scores
+
+    def file_ordinals(self) -> np.ndarray:
+        """docnum -> the ordinal of its file (-1 for a deleted chunk)."""
+        return self._fast.file_ordinals(self.searcher)
+
+    def docnums_of(self, keys: Sequence[str]) -> np.ndarray:
+        """The live docnum holding each chunk key (-1 when none does), found through the
+        index's vector keys sorted once (``sorted_vkeys``)."""
+        out = np.full(len(keys), -1, dtype=np.int64)
+        order, ordered = self._sorted_vkeys()
+        if not keys or len(ordered) == 0:
+            return out
+        vkeys = np.fromiter((vector_key(k) for k in keys), dtype=np.uint64, count=len(keys))
+        lo = np.searchsorted(ordered, vkeys, side="left")
+        hi = np.searchsorted(ordered, vkeys, side="right")
+        live = self.live()
+        for i in np.flatnonzero(hi > lo).tolist():
+            for j in range(int(lo[i]), int(hi[i])):  # more than one: a deleted chunk's key
+                doc = int(order[j])
+                if doc < len(live) and live[doc]:
+                    out[i] = doc
+                    break
+        return out
 
 
 def document_fields(c: ChunkRecord) -> dict[str, str]:

@@ -381,13 +381,13 @@ class Ranking:
     fusion: str
     #: What resolving the plan found wrong (a document that does not exist...).
     warnings: list[str] = field(default_factory=list)
-    #: Keyword matches past the fused ones (a broad boolean query), kept as keys and scores.
+    #: Keyword matches past the fused ones (a broad boolean query), kept as docnums and scores.
     tail: KeywordTail | None = None
 
     def keys(self) -> list[str]:
         """Every result's chunk key, best first."""
         head = [s.key for s in self.ranked]
-        return head + self.tail.keys if self.tail is not None else head
+        return head + self.tail.keys() if self.tail is not None else head
 
     def at(self, i: int) -> Scored:
         """The ``i``-th result (a tail row is made when asked for)."""
@@ -398,28 +398,50 @@ class Ranking:
         tail = self.tail
         if tail is None:
             return self.ranked
-        return self.ranked + [tail.scored(i) for i in range(len(tail.keys))]
+        return self.ranked + [tail.scored(i) for i in range(len(tail))]
 
 
 @dataclass
 class KeywordTail:
     """The matches past the fused ones, in keyword order, scored below the last fused one. A
-    broad exclusion query matches tens of thousands of chunks; a ``Scored`` row is made only
-    for those a page shows (making them all cost ~100 ms at 36k matches)."""
+    broad exclusion query matches tens of thousands of chunks (270k at 275k chunks): they stay
+    docnums and scores in arrays, counted per file with numpy (``file_of``), and a key is read
+    and a ``Scored`` row made only for those a page shows."""
 
-    keys: list[str]
-    scores: list[float]
-    ranks: Sequence[int]
+    docnums: np.ndarray
+    scores: np.ndarray
+    ranks: np.ndarray
     floor: float
     top: float
+    #: docnums -> chunk keys (the snapshot's).
+    keys_of: Callable[[list[int]], list[str]]
+    #: docnum -> file ordinal (-1: a deleted chunk), for the whole snapshot.
+    file_of: np.ndarray
+    #: chunk keys -> docnums (-1: not in the snapshot).
+    docnums_of: Callable[[Sequence[str]], np.ndarray]
+
+    def __len__(self) -> int:
+        return len(self.docnums)
+
+    def keys(self) -> list[str]:
+        return self.keys_of(self.docnums.tolist())
+
+    def files(self) -> np.ndarray:
+        """Each tail match's file ordinal."""
+        return np.asarray(self.file_of[self.docnums])
+
+    def files_of(self, keys: Sequence[str]) -> np.ndarray:
+        """The file ordinal of each chunk key (-1: not in the snapshot)."""
+        docs = self.docnums_of(keys)
+        return np.where(docs >= 0, self.file_of[np.maximum(docs, 0)], -1)
 
     def scored(self, i: int) -> Scored:
-        score = self.scores[i]
+        score = float(self.scores[i])
         return Scored(
-            key=self.keys[i],
+            key=self.keys_of([int(self.docnums[i])])[0],
             score=self.floor * 0.999 * max(score, 0.0) / self.top,
             keyword=score,
-            keyword_rank=self.ranks[i],
+            keyword_rank=int(self.ranks[i]),
         )
 
 
@@ -508,13 +530,15 @@ class Retriever:
             return Ranking(ranked, (1.0, 0.0), name, c.warnings)
 
         keyword: list[tuple[str, float]] = []
-        tail: list[tuple[str, float]] = []
+        tail: tuple[np.ndarray, np.ndarray] | None = None
         if mode != "semantic":
-            keyword = self._keyword_arm(plan, c, snap, allowed)
-            if len(keyword) > BOOLEAN_FUSED:
+            docnums, kw_scores = self._keyword_arm(plan, c, snap, allowed)
+            if len(docnums) > BOOLEAN_FUSED:
                 # a boolean query matched thousands ("-word", NOT): the best BOOLEAN_FUSED by
                 # keyword score are fused; the rest follow them in keyword order (all listed)
-                keyword, tail = _split_keyword_head(keyword, BOOLEAN_FUSED)
+                keyword, tail = _split_keyword_head(docnums, kw_scores, BOOLEAN_FUSED, snap.keys)
+            else:
+                keyword = list(zip(snap.keys(docnums.tolist()), kw_scores.tolist(), strict=True))
         semantic: list[tuple[str, float]] = []
         qvec: np.ndarray | None = None
         if mode != "keyword" and (plan.semantic_text or like_vector is not None):
@@ -581,7 +605,7 @@ class Retriever:
             apply_exact_boost(scored, texts, list(plan.identifiers), fusion.exact_boost)
         blend_document(scored, fusion.document_weight)
         ranked = finalize(scored)
-        rest = _keyword_tail(tail, ranked) if tail else None
+        rest = _keyword_tail(tail, ranked, snap) if tail is not None else None
         if rest is not None and tiers:  # tiers reorder every result: make the rows
             ranked, rest = Ranking(ranked, weights, name, tail=rest).all(), None
         return Ranking(order_by_tier(ranked, tiers), weights, name, c.warnings, rest)
@@ -619,24 +643,26 @@ class Retriever:
         c: _Compiler,
         snap: LexicalSnapshot,
         allowed: np.ndarray | None,
-    ) -> list[tuple[str, float]]:
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(docnums, BM25F scores) best first."""
+        none = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
         if plan.plain_text is not None:
             query = plain_query(plan.plain_text, self.params)
             if query is None:
-                return []
-            return snap.search(query, self.depth, allowed, file_weight=self.params.file_weight)
+                return none
+            return snap.search_arrays(
+                query, self.depth, allowed, file_weight=self.params.file_weight
+            )
         if plan.tree is None or not has_text(plan.tree):
-            return []
+            return none
         # boolean queries: every chunk that satisfies the expression, scored
         words = _plain_words_of(plan.tree)
         query = plain_query(words, self.params) if words is not None else None
         if query is None:
             query = c.exact(plan.tree)
-            if query is None:
-                return []
-            if query is _FALSE:
-                return []
-        return snap.search(query, None, allowed, file_weight=self.params.file_weight)
+            if query is None or query is _FALSE:
+                return none
+        return snap.search_arrays(query, None, allowed, file_weight=self.params.file_weight)
 
     def _semantic_arm(
         self, qvec: np.ndarray, snap: LexicalSnapshot, allowed: np.ndarray | None
@@ -771,41 +797,59 @@ class Retriever:
 
 
 def _split_keyword_head(
-    keyword: list[tuple[str, float]], n: int
-) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
-    """The best ``n`` matches by (score, key), and the rest by score. The arm returns them
-    by score already (ties in index order), so only the ties at the cut are ordered by key
-    (as the fused ones are): sorting 200k matches by key cost ~100 ms a broad query."""
-    scores = [score for _, score in keyword]
-    if scores != sorted(scores, reverse=True):  # not by score: order them all
-        keyword = sorted(keyword, key=lambda kv: (-kv[1], kv[0]))
-        return keyword[:n], keyword[n:]
-    cut = scores[n - 1]
-    first = n - 1
-    while first > 0 and scores[first - 1] == cut:
-        first -= 1
-    last = n
-    while last < len(scores) and scores[last] == cut:
-        last += 1
-    ties = sorted(keyword[first:last], key=lambda kv: kv[0])
-    head = keyword[:first] + ties[: n - first]
+    docnums: np.ndarray,
+    scores: np.ndarray,
+    n: int,
+    keys_of: Callable[[list[int]], list[str]],
+) -> tuple[list[tuple[str, float]], tuple[np.ndarray, np.ndarray]]:
+    """The best ``n`` matches as (key, score) by (score, key), and the rest as (docnums,
+    scores) by score. Only the head's keys are read; of the matches tied at the cut, those
+    left out follow in key order (as the fused ones are ordered), the others in the arm's."""
+    if len(scores) > 1 and not bool(np.all(scores[:-1] >= scores[1:])):
+        order = np.argsort(-scores, kind="stable")
+        docnums, scores = docnums[order], scores[order]
+    if len(scores) <= n:
+        head = list(zip(keys_of(docnums.tolist()), scores.tolist(), strict=True))
+        head.sort(key=lambda kv: (-kv[1], kv[0]))
+        return head, (docnums[:0], scores[:0])
+    descending = -scores
+    cut = float(scores[n - 1])
+    first = int(np.searchsorted(descending, -cut, side="left"))
+    last = int(np.searchsorted(descending, -cut, side="right"))
+    tie_keys = keys_of(docnums[first:last].tolist())
+    ties = sorted(range(len(tie_keys)), key=tie_keys.__getitem__)
+    head = list(zip(keys_of(docnums[:first].tolist()), scores[:first].tolist(), strict=True))
+    head += [(tie_keys[j], cut) for j in ties[: n - first]]
     head.sort(key=lambda kv: (-kv[1], kv[0]))
-    return head, ties[n - first :] + keyword[last:]
+    left = np.asarray(ties[n - first :], dtype=np.int64) + first
+    rest_docs = np.concatenate([docnums[left], docnums[last:]])
+    rest_scores = np.concatenate([scores[left], scores[last:]])
+    return head, (rest_docs, rest_scores)
 
 
-def _keyword_tail(tail: list[tuple[str, float]], ranked: list[Scored]) -> KeywordTail:
+def _keyword_tail(
+    tail: tuple[np.ndarray, np.ndarray], ranked: list[Scored], snap: LexicalSnapshot
+) -> KeywordTail:
     """The matches past the fused ones (``KeywordTail``), those already ranked left out."""
+    docnums, scores = tail
     floor = ranked[-1].score if ranked else 1.0
-    keys = [key for key, _ in tail]
-    scores = [score for _, score in tail]
-    top = max(scores, default=0.0) or 1.0
-    ranks: Sequence[int] = range(BOOLEAN_FUSED + 1, BOOLEAN_FUSED + 1 + len(tail))
-    seen = {s.key for s in ranked}
-    if not seen.isdisjoint(keys):  # a semantic result that is also a tail match
-        keep = [i for i, key in enumerate(keys) if key not in seen]
-        keys, scores = [keys[i] for i in keep], [scores[i] for i in keep]
-        ranks = [BOOLEAN_FUSED + i + 1 for i in keep]
-    return KeywordTail(keys=keys, scores=scores, ranks=ranks, floor=floor, top=top)
+    top = float(scores.max()) if len(scores) else 0.0
+    ranks = np.arange(BOOLEAN_FUSED + 1, BOOLEAN_FUSED + 1 + len(docnums), dtype=np.int64)
+    seen = snap.docnums_of([s.key for s in ranked])  # a semantic result that is a tail match
+    seen = seen[seen >= 0]
+    if seen.size:
+        keep = ~np.isin(docnums, seen)
+        docnums, scores, ranks = docnums[keep], scores[keep], ranks[keep]
+    return KeywordTail(
+        docnums=docnums,
+        scores=scores,
+        ranks=ranks,
+        floor=floor,
+        top=top or 1.0,
+        keys_of=snap.keys,
+        file_of=snap.file_ordinals(),
+        docnums_of=snap.docnums_of,
+    )
 
 
 def _and(mask: np.ndarray | None, other: np.ndarray) -> np.ndarray:
