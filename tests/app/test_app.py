@@ -387,3 +387,46 @@ async def test_watcher_start_failure_is_shown(
         assert app.search_screen.status.state.watcher.startswith("error: inotify watch limit")
         await search(pilot, "backup")
         assert entry_files(app)
+
+
+@pytest.fixture
+def restore_gc() -> Any:
+    import gc
+
+    thresholds = gc.get_threshold()
+    yield
+    gc.unfreeze()
+    gc.set_threshold(*thresholds)
+
+
+async def test_long_lived_state_is_frozen_out_of_the_collector(
+    workspace: Path, app_factory: AppFactory, restore_gc: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once the index is ready and again after the first results, what the app holds for good
+    is frozen (full collections no longer walk it) and the collector runs less often."""
+    import gc
+
+    from tui_search.ui.app import GC_THRESHOLDS
+
+    gc.unfreeze()
+    gc.set_threshold(700, 10, 10)
+    app = app_factory(workspace)
+    calls: list[int] = []
+    real = app.settle_memory
+
+    def counted() -> None:
+        real()
+        calls.append(gc.get_freeze_count())
+
+    monkeypatch.setattr(app, "settle_memory", counted)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        assert len(calls) == 1 and calls[0] > 10_000  # Textual, the engine, the index
+        assert gc.get_threshold() == GC_THRESHOLDS
+        await search(pilot, "backup", type_it=True)
+        await settle(pilot)
+        assert len(calls) == 2  # after the first results, their caches made
+        await search(pilot, "restore", type_it=True)
+        await settle(pilot)
+        assert len(calls) == 2  # not after every search
+        assert entry_files(app)

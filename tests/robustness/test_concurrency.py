@@ -82,11 +82,9 @@ def test_creating_an_index_another_process_is_creating(tmp_path: Path, monkeypat
     """The race of two processes creating a new full-text index at once, made deterministic:
     the other process creates it while our create is under way and its clean-up removes our
     temporary TOC (our rename then fails with FileNotFoundError); we open the other's index."""
-    from whoosh import index as whoosh_index
+    from tui_search.core import lexical, whoosh_files
 
-    from tui_search.core import lexical
-
-    real_create = whoosh_index.create_in
+    real_create = whoosh_files.create_in
     calls = []
 
     def create_raced(dirname, schema, *a, **kw):  # type: ignore[no-untyped-def]
@@ -96,7 +94,7 @@ def test_creating_an_index_another_process_is_creating(tmp_path: Path, monkeypat
             raise FileNotFoundError(f"{dirname}/_MAIN_0.toc.tmp -> {dirname}/_MAIN_0.toc")
         return real_create(dirname, schema, *a, **kw)
 
-    monkeypatch.setattr(lexical.whoosh_index, "create_in", create_raced)
+    monkeypatch.setattr(lexical.whoosh_files, "create_in", create_raced)
     lex = lexical.LexicalIndex(tmp_path / "whoosh")
     assert len(calls) == 1  # the other's index was opened, not made again
     assert lex.doc_count() == 0
@@ -104,7 +102,7 @@ def test_creating_an_index_another_process_is_creating(tmp_path: Path, monkeypat
     def always_racing(dirname, schema, *a, **kw):  # type: ignore[no-untyped-def]
         raise FileNotFoundError("the other process never finishes")
 
-    monkeypatch.setattr(lexical.whoosh_index, "create_in", always_racing)
+    monkeypatch.setattr(lexical.whoosh_files, "create_in", always_racing)
     monkeypatch.setattr(lexical, "CREATE_RACE_TIMEOUT", 0.2)
     with pytest.raises(FileNotFoundError):
         lexical.LexicalIndex(tmp_path / "whoosh2")

@@ -49,9 +49,17 @@ def _truncate_sqlite(idx: Path) -> None:
 
 
 def _delete_whoosh_segment(idx: Path) -> None:
-    segments = sorted((idx / "whoosh").glob("*.seg"))
+    # a segment's term table (segments are written as separate files, see whoosh_files.py)
+    segments = sorted((idx / "whoosh").glob("*.trm"))
     assert segments, "no Whoosh segment to delete"
     segments[0].unlink()
+
+
+def _truncate_whoosh_postings(idx: Path) -> None:
+    postings = sorted((idx / "whoosh").glob("*.pst"))
+    assert postings, "no Whoosh postings file"
+    with open(postings[0], "r+b") as fh:
+        fh.truncate(0)  # an empty file: nothing to map
 
 
 def _garbage_usearch(idx: Path) -> None:
@@ -61,6 +69,7 @@ def _garbage_usearch(idx: Path) -> None:
 CASES = {
     "truncated-sqlite": _truncate_sqlite,
     "deleted-whoosh-segment": _delete_whoosh_segment,
+    "empty-whoosh-postings": _truncate_whoosh_postings,
     "garbage-usearch": _garbage_usearch,
 }
 

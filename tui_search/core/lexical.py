@@ -23,7 +23,6 @@ import numpy as np
 import tui_search.core.startup  # noqa: F401  (before Whoosh: see its docstring)
 
 # isort: split
-from whoosh import index as whoosh_index
 from whoosh import query as Q
 from whoosh.analysis import (
     STOP_WORDS,
@@ -43,6 +42,7 @@ from whoosh.searching import Searcher
 from whoosh.system import pack_uint
 
 from tui_search.config import Settings
+from tui_search.core import whoosh_files
 from tui_search.core.bm25 import FastBM25, flatten_disjunction
 from tui_search.core.errors import IndexError_
 from tui_search.core.segcache import SegmentCache
@@ -538,11 +538,12 @@ class LexicalIndex:
         self.directory.mkdir(parents=True, exist_ok=True)
         if any(self.directory.glob("_MAIN_*.toc")):
             try:
-                ix = whoosh_index.open_dir(str(self.directory))
+                ix = whoosh_files.open_dir(str(self.directory))
                 # the searcher that proves the index readable is the one searches use (opening
                 # one copies every segment's term file into memory: 65 ms at 69k chunks)
                 searcher = ix.searcher(weighting=BM25F(B=self.params.b, K1=self.params.k1))
                 searcher.doc_count()
+                whoosh_files.check_segments(searcher.reader())
                 self._searcher = searcher
                 return ix
             except Exception as exc:
@@ -556,9 +557,9 @@ class LexicalIndex:
         deadline = time.monotonic() + CREATE_RACE_TIMEOUT
         while True:
             if any(self.directory.glob("_MAIN_*.toc")):
-                return whoosh_index.open_dir(str(self.directory))
+                return whoosh_files.open_dir(str(self.directory))
             try:
-                return whoosh_index.create_in(str(self.directory), make_schema())
+                return whoosh_files.create_in(str(self.directory), make_schema())
             except (NameError, FileNotFoundError):
                 if time.monotonic() > deadline:
                     raise
@@ -602,10 +603,10 @@ class LexicalIndex:
         if len(add) >= BULK_WRITE and (os.cpu_count() or 1) > 1:
             # a big batch (first index, a branch switch): analyse in parallel processes
             writer = self.ix.writer(
-                procs=min(os.cpu_count() or 2, 4), limitmb=128, multisegment=True
+                procs=min(os.cpu_count() or 2, 4), limitmb=128, multisegment=True, compound=False
             )
         else:
-            writer = self.ix.writer(limitmb=256)
+            writer = self.ix.writer(limitmb=256, compound=False)
         try:
             deleted_paths = set(delete_paths)
             for path in deleted_paths:

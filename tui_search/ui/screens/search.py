@@ -125,6 +125,7 @@ class SearchScreen(Screen[None]):
         self.search_debounce = SEARCH_DEBOUNCE
         self._search_timer: Timer | None = None
         self._search_pending = False
+        self._memory_settled = False
         self._keep: Selection | None = None
         self.last_results: SearchResults | None = None
         #: First-index progress: when it started, and the last (files done, total, detail).
@@ -494,6 +495,9 @@ class SearchScreen(Screen[None]):
         keep, self._keep = self._keep, None
         self.results.show_results(results, append=message.append, keep=keep)
         self.status.update_state(results=results.total_results, took_ms=results.took_ms)
+        if not self._memory_settled:  # the first results: the search caches are made
+            self._memory_settled = True
+            self.call_after_refresh(self.tui.settle_memory)
         if not self.results.entries:
             self._show_no_results(message.request.query)
             return
