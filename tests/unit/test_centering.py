@@ -136,6 +136,8 @@ def test_hybrid_mode_and_the_switch(tmp_path: Path, model: Model2VecEmbedder) ->
         semantic_on = [s.key for s in on.rank(query, mode="semantic")[0]]
         explained = on.search(query, mode="semantic", limit=1, explain=True).hits[0]
         assert "common direction" in explained.scores["fusion"]
+        hybrid = on.search(query, mode="hybrid", limit=1, explain=True).hits[0]
+        assert "common direction" not in hybrid.scores["fusion"]
     with open_engine(tmp_path, model, semantic_centering=False) as off:
         assert not off.fusion.semantic_centering
         hybrid_off = [(s.key, round(s.score, 6)) for s in off.rank(query, mode="hybrid")[0]]

@@ -481,14 +481,14 @@ class Retriever:
     def soft_matching(self, fusion: FusionParams) -> bool:
         return fusion.soft_share > 0 and isinstance(self.embedder, TokenEmbedder)
 
-    def fusion_name(self, plan: QueryPlan, fusion: FusionParams) -> str:
+    def fusion_name(self, plan: QueryPlan, fusion: FusionParams, mode: Mode = "hybrid") -> str:
         if plan.listing:
             return "fixed"
         blend = f", document best x{fusion.document_weight:g}" if fusion.document_weight > 0 else ""
         if fusion.file_vector_weight > 0:
             blend += f", cosine {fusion.file_vector_weight:g} from the file's mean vector"
-        if fusion.semantic_centering:
-            blend += ", semantic mode: cosines without the index's common direction"
+        if fusion.semantic_centering and mode == "semantic":
+            blend += ", cosines without the index's common direction"
         if self.soft_matching(fusion):
             return (
                 f"convex(min-max), semantic side {1 - fusion.soft_share:g} cosine + "
@@ -519,7 +519,7 @@ class Retriever:
         if c.distances:
             paths = store.keys_in_paths(c.distances)
             tiers = {key: c.distances[path] for key, path in paths}
-        name = self.fusion_name(plan, fusion)
+        name = self.fusion_name(plan, fusion, mode)
 
         if plan.listing:  # only filters: the matching sections in document order
             docs = np.flatnonzero(allowed if allowed is not None else snap.live())
