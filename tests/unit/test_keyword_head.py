@@ -23,10 +23,8 @@ def test_head_is_the_best_by_score_then_key() -> None:
         docnums = np.asarray(by_score, dtype=np.int64)
         arm_scores = np.asarray([scores[i] for i in by_score])
         n = rng.randint(1, size)
-        read: list[int] = []
 
-        def keys_of(docs: list[int], read: list[int] = read) -> list[str]:
-            read.extend(docs)
+        def keys_of(docs: list[int], keys: list[str] = keys) -> list[str]:
             return [keys[d] for d in docs]
 
         head, (tail_docs, tail_scores) = _split_keyword_head(docnums, arm_scores, n, keys_of)
