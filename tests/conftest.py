@@ -13,9 +13,32 @@ import numpy as np
 import pytest
 
 from tui_search.config import Settings
+from tui_search.core.store import ChunkRecord, vector_key
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_WORKSPACE = ROOT / "sample_workspace"
+
+
+def chunk_record(doc: str, slug: str, content: str, *, chunk_index: int = 0) -> ChunkRecord:
+    """A section's chunk as the indexer writes it (``doc.md``, one heading ``slug``)."""
+    key = f"{doc}:{slug}#{chunk_index}"
+    return ChunkRecord(
+        key=key,
+        vkey=vector_key(key),
+        section_id=f"{doc}:{slug}",
+        chunk_index=chunk_index,
+        doc=doc,
+        file_path=f"{doc}.md",
+        title=doc.rsplit("/", 1)[-1],
+        heading=slug,
+        heading_path=(doc.rsplit("/", 1)[-1], slug),
+        level=2,
+        line_start=1,
+        line_end=3,
+        content=content,
+        tags=(),
+        content_hash=hashlib.sha256(content.encode()).hexdigest()[:16],
+    )
 
 
 @pytest.fixture(autouse=True)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import SAMPLE_WORKSPACE, FakeEmbedder
+from tests.conftest import SAMPLE_WORKSPACE, FakeEmbedder, chunk_record
 from tui_search.config import Settings
 from tui_search.core.bm25 import flatten_disjunction
 from tui_search.core.engine import SearchEngine
@@ -115,28 +115,11 @@ def test_postings_decoded_with_numpy_equal_whoosh_matchers(tmp_path: Path) -> No
     block decoder give exactly the ids and weights Whoosh's matcher walks."""
     from tui_search.core.bm25 import FastBM25
     from tui_search.core.lexical import LexicalIndex
-    from tui_search.core.store import ChunkRecord, vector_key
+    from tui_search.core.store import ChunkRecord
 
     def record(i: int) -> ChunkRecord:
-        key = f"d{i % 37}:s{i}#0"
         words = ["common"] * (1 + i % 4) + (["zebra"] if i % 7 == 0 else []) + [f"w{i}"]
-        return ChunkRecord(
-            key=key,
-            vkey=vector_key(key),
-            section_id=key[:-2],
-            chunk_index=0,
-            doc=f"d{i % 37}",
-            file_path=f"d{i % 37}.md",
-            title="T",
-            heading="H",
-            heading_path=("T", "H"),
-            level=2,
-            line_start=1,
-            line_end=2,
-            content=" ".join(words),
-            tags=(),
-            content_hash=f"h{i}",
-        )
+        return chunk_record(f"d{i % 37}", f"s{i}", " ".join(words))
 
     lex = LexicalIndex(tmp_path / "whoosh")
     lex.write([], [record(i) for i in range(1500)])

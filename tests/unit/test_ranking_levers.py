@@ -113,6 +113,12 @@ def test_engine_takes_the_levers_from_settings(tmp_path, fake_embedder) -> None:
         assert top.relevance_score == max(h.relevance_score for h in res.hits)
 
 
+def _pairs(arrays):  # type: ignore[no-untyped-def]
+    """(docnum, score) pairs of ``FastBM25.search_arrays``'s arrays."""
+    docnums, scores = arrays
+    return zip(docnums.tolist(), scores.tolist(), strict=True)
+
+
 def _whoosh_index(path, docs, deleted=()):  # type: ignore[no-untyped-def]
     """A Whoosh index of (key, doc, body) rows, one segment per row batch, then deletions."""
     from whoosh import index as whoosh_index
@@ -167,14 +173,16 @@ def test_whole_file_bm25_is_bm25f_over_each_file_as_one_document(tmp_path) -> No
             )
         }
         fast = FastBM25()
-        got = {keys[n]: sc for n, sc in fast.search(s, clauses, None, file_weight=1.0)}
+        got = {
+            keys[n]: sc for n, sc in _pairs(fast.search_arrays(s, clauses, None, file_weight=1.0))
+        }
         assert set(got) == {"a:1#0", "a:2#0", "c:1#0", "c:2#0", "d:1#0"}
         for key, score in got.items():
             assert score == pytest.approx(want[document_of(key)], rel=1e-9), key
         # file weight 0: the chunks' own scores; in between: the convex mixture
-        own = dict(fast.search(s, clauses, None))
-        mixed = dict(fast.search(s, clauses, None, file_weight=0.25))
-        whole = dict(fast.search(s, clauses, None, file_weight=1.0))
+        own = dict(_pairs(fast.search_arrays(s, clauses, None)))
+        mixed = dict(_pairs(fast.search_arrays(s, clauses, None, file_weight=0.25)))
+        whole = dict(_pairs(fast.search_arrays(s, clauses, None, file_weight=1.0)))
         for n in own:
             assert mixed[n] == pytest.approx(0.75 * own[n] + 0.25 * whole[n])
 

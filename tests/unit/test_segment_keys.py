@@ -6,29 +6,13 @@ from pathlib import Path
 
 import numpy as np
 
+from tests.conftest import chunk_record
 from tui_search.core.lexical import LexicalIndex
 from tui_search.core.store import ChunkRecord, vector_key
 
 
 def _record(i: int) -> ChunkRecord:
-    key = f"notes/n{i}:part-{i}#0"
-    return ChunkRecord(
-        key=key,
-        vkey=vector_key(key),
-        section_id=f"notes/n{i}:part-{i}",
-        chunk_index=0,
-        doc=f"notes/n{i}",
-        file_path=f"notes/n{i}.md",
-        title=f"N{i}",
-        heading=f"Part {i}",
-        heading_path=(f"N{i}", f"Part {i}"),
-        level=2,
-        line_start=1,
-        line_end=3,
-        content=f"raccoon number {i} climbs",
-        tags=(),
-        content_hash=f"h{i}",
-    )
+    return chunk_record(f"notes/n{i}", f"part-{i}", f"raccoon number {i} climbs")
 
 
 def test_segment_keys_survive_a_new_process(tmp_path: Path) -> None:

@@ -12,8 +12,8 @@ from whoosh.fields import ID, TEXT, Schema
 from whoosh.filedb.structfile import StructFile
 from whoosh.qparser import QueryParser
 
+from tests.conftest import chunk_record
 from tui_search.core.lexical import LexicalIndex
-from tui_search.core.store import ChunkRecord, vector_key
 from tui_search.core.whoosh_files import MappedFile, MappedFileStorage, open_dir
 
 
@@ -37,30 +37,11 @@ def test_a_mapped_file_reads_in_place(tmp_path: Path) -> None:
     empty.close()
 
 
-def _chunk(i: int, text: str) -> ChunkRecord:
-    key = f"doc{i}:s{i}#0"
-    return ChunkRecord(
-        key=key,
-        vkey=vector_key(key),
-        section_id=f"doc{i}:s{i}",
-        chunk_index=0,
-        doc=f"doc{i}",
-        file_path=f"doc{i}.md",
-        title=f"Doc {i}",
-        heading=f"S{i}",
-        heading_path=(f"Doc {i}", f"S{i}"),
-        level=2,
-        line_start=1,
-        line_end=2,
-        content=text,
-        tags=(),
-        content_hash=f"h{i}",
-    )
-
-
 def test_segments_are_separate_mapped_files(tmp_path: Path) -> None:
     lex = LexicalIndex(tmp_path / "whoosh")
-    lex.write(delete_paths=[], add=[_chunk(i, f"rollback deploy number{i}") for i in range(5)])
+    lex.write(
+        [], [chunk_record(f"doc{i}", f"s{i}", f"rollback deploy number{i}") for i in range(5)]
+    )
     names = sorted(p.name for p in (tmp_path / "whoosh").iterdir())
     assert any(n.endswith(".trm") for n in names) and not any(n.endswith(".seg") for n in names)
     reader = lex.searcher().reader()

@@ -365,22 +365,6 @@ class FastBM25:
             )
         return file_of, out
 
-    def search(
-        self,
-        searcher: Any,
-        clauses: list[tuple[str, str, float]],
-        limit: int | None,
-        allowed: np.ndarray | None = None,
-        *,
-        file_weight: float = 0.0,
-        file_field: str = "doc",
-    ) -> list[tuple[int, float]]:
-        """(global docnum, score) best first (``search_arrays`` as pairs)."""
-        docnums, scores = self.search_arrays(
-            searcher, clauses, limit, allowed, file_weight=file_weight, file_field=file_field
-        )
-        return list(zip(docnums.tolist(), scores.tolist(), strict=True))
-
     def file_ordinals(self, searcher: Any, file_field: str = "doc") -> np.ndarray:
         """Global docnum -> file ordinal (-1 for a deleted chunk), cached like the scores'."""
         return self._file_table(self._segments(searcher), file_field).file_of
