@@ -11,6 +11,11 @@ from tui_search.core.lexical import LexicalIndex
 from tui_search.core.store import ChunkRecord, vector_key
 
 
+def _search(lex: LexicalIndex, query) -> list[tuple[str, float]]:  # type: ignore[no-untyped-def]
+    snap = lex.snapshot()
+    return snap.keyed(snap.search_arrays(query, 10, file_weight=0.3))
+
+
 def _record(i: int) -> ChunkRecord:
     return chunk_record(f"notes/n{i}", f"part-{i}", f"raccoon number {i} climbs")
 
@@ -45,14 +50,14 @@ def test_file_tables_survive_a_new_process(tmp_path: Path) -> None:
     lex.write([], [_record(i) for i in range(30)])
     lex.write([], [_record(i) for i in range(30, 40)])
     query = Q.Or([Q.Term("body", "raccoon"), Q.Term("body", "climb")])
-    first = lex.snapshot().search(query, 10, file_weight=0.3)
+    first = _search(lex, query)
     tables = sorted(p.name.split(".", 1)[1] for p in (tmp_path / "segment-keys").iterdir())
     assert tables.count("doc-of") == 2 and tables.count("doc-names") == 2
 
     again = LexicalIndex(tmp_path / "whoosh")
     segments = again._fast._segments(again.searcher())
     assert all(seg.file_local is None for seg in segments)  # nothing in memory yet
-    assert again.snapshot().search(query, 10, file_weight=0.3) == first
+    assert _search(again, query) == first
     names = [n for seg in segments for n in (seg.file_names or [])]
     assert sorted(names) == sorted(f"notes/n{i}" for i in range(40))
 
@@ -60,7 +65,7 @@ def test_file_tables_survive_a_new_process(tmp_path: Path) -> None:
     for victim in (tmp_path / "segment-keys").glob("*.doc-of"):
         victim.write_bytes(b"\x00\x00\x00\x00")
     third = LexicalIndex(tmp_path / "whoosh")
-    assert third.snapshot().search(query, 10, file_weight=0.3) == first
+    assert _search(third, query) == first
 
 
 def test_vkeys_allowed_agrees_with_isin(tmp_path: Path) -> None:

@@ -630,7 +630,8 @@ class LexicalIndex:
 
     def search(self, query: Q.Query, limit: int | None) -> list[tuple[str, float]]:
         """(chunk key, BM25F score) best first."""
-        return self.snapshot().search(query, limit)
+        snap = self.snapshot()
+        return snap.keyed(snap.search_arrays(query, limit))
 
     def idf(self, field: str, terms: Iterable[str]) -> dict[str, float]:
         """Whoosh's idf, log(N / (df + 1)) + 1, of each term (a term absent from the index
@@ -832,16 +833,9 @@ class LexicalSnapshot:
         out[ids[ids < self.size]] = True
         return out
 
-    def search(
-        self,
-        query: Q.Query,
-        limit: int | None,
-        allowed: np.ndarray | None = None,
-        *,
-        file_weight: float = 0.0,
-    ) -> list[tuple[str, float]]:
-        """(chunk key, BM25F score) best first: ``search_arrays`` with the keys read."""
-        docnums, scores = self.search_arrays(query, limit, allowed, file_weight=file_weight)
+    def keyed(self, found: tuple[np.ndarray, np.ndarray]) -> list[tuple[str, float]]:
+        """``search_arrays``'s (docnums, scores) as (chunk key, score) pairs."""
+        docnums, scores = found
         return list(zip(self.keys(docnums.tolist()), scores.tolist(), strict=True))
 
     def search_arrays(
