@@ -138,3 +138,56 @@ def test_postings_decoded_with_numpy_equal_whoosh_matchers(tmp_path: Path) -> No
             assert got[0].tolist() == ids and got[1].tolist() == weights
             checked += len(ids)
     assert checked > 1500  # "common" alone spans a dozen blocks
+
+
+def test_postings_walked_from_two_threads_at_once(tmp_path: Path) -> None:
+    """A segment reader's files have one read position: two threads decoding postings of one
+    segment at once (the app's search worker and another, the MCP server's requests) must each
+    get the right postings. The interpreter switches threads as often as it can meanwhile."""
+    import sys
+    import threading
+
+    from tui_search.core.lexical import LexicalIndex
+
+    lex = LexicalIndex(tmp_path / "whoosh")
+    words = [f"word{k}" for k in range(12)]
+    lex.write(
+        [],
+        [
+            chunk_record(
+                f"d{i % 37}", f"s{i}", " ".join(w for k, w in enumerate(words) if i % (k + 2))
+            )
+            for i in range(1500)
+        ],
+    )
+    fast = lex._fast
+    seg = max(fast._segments(lex.searcher()), key=lambda g: g.doc_count_all)
+    want = {w: fast._postings(seg.reader, "body", w) for w in words}
+    assert all(p is not None and len(p[0]) > 300 for p in want.values())  # several blocks each
+    wrong: list[str] = []
+
+    def walk(mine: list[str]) -> None:
+        for _ in range(40):
+            for w in mine:
+                with fast._lock:  # nothing cached: every call walks the postings
+                    fast._postings_cache.clear()
+                    fast._postings_bytes = 0
+                try:
+                    got = fast._cached_postings(seg, "body", w)
+                except Exception as exc:  # noqa: BLE001 - a torn read: zlib or pickle errors
+                    wrong.append(f"{w}: {exc!r}")
+                    continue
+                if got is None or got[0].tolist() != want[w][0].tolist():
+                    wrong.append(w)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=walk, args=(words[k::2],)) for k in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+    finally:
+        sys.setswitchinterval(interval)
+    assert not wrong, wrong[:5]
