@@ -147,6 +147,8 @@ def test_postings_walked_from_two_threads_at_once(tmp_path: Path) -> None:
     import sys
     import threading
 
+    from whoosh import query as Q
+
     from tui_search.core.lexical import LexicalIndex
 
     lex = LexicalIndex(tmp_path / "whoosh")
@@ -164,6 +166,9 @@ def test_postings_walked_from_two_threads_at_once(tmp_path: Path) -> None:
     seg = max(fast._segments(lex.searcher()), key=lambda g: g.doc_count_all)
     want = {w: fast._postings(seg.reader, "body", w) for w in words}
     assert all(p is not None and len(p[0]) > 300 for p in want.values())  # several blocks each
+    phrase = Q.Phrase("body", ["word0", "word1"])
+    phrase_docs = sorted(lex.snapshot().search_arrays(phrase, None)[0].tolist())
+    assert len(phrase_docs) > 100
     wrong: list[str] = []
 
     def walk(mine: list[str]) -> None:
@@ -179,6 +184,14 @@ def test_postings_walked_from_two_threads_at_once(tmp_path: Path) -> None:
                     continue
                 if got is None or got[0].tolist() != want[w][0].tolist():
                     wrong.append(w)
+                # Whoosh's own path (a phrase: not a plain disjunction), under the same lock
+                try:
+                    docs, _ = lex.snapshot().search_arrays(phrase, None)
+                except Exception as exc:  # noqa: BLE001
+                    wrong.append(f"phrase: {exc!r}")
+                    continue
+                if sorted(docs.tolist()) != phrase_docs:
+                    wrong.append("phrase")
 
     interval = sys.getswitchinterval()
     sys.setswitchinterval(1e-6)

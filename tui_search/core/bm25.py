@@ -121,8 +121,9 @@ class FastBM25:
         self._lock = threading.Lock()
         #: A segment reader's files have one read position each (Whoosh seeks, then reads, a
         #: block's header): two threads walking postings of one segment at once read each
-        #: other's bytes (wrong postings, zlib errors). One walk at a time.
-        self._read_lock = threading.RLock()
+        #: other's bytes (wrong postings, zlib errors). One walk at a time, here and in every
+        #: read through the searcher's own paths (``LexicalSnapshot``).
+        self.read_lock = threading.RLock()
         # (segment id, field, term) -> (ids, tf): typing a query repeats its terms
         self._postings_cache: OrderedDict[
             tuple[str, str, str], tuple[np.ndarray, np.ndarray] | None
@@ -173,7 +174,7 @@ class FastBM25:
             if key in self._postings_cache:
                 self._postings_cache.move_to_end(key)
                 return self._postings_cache[key]
-        with self._read_lock:
+        with self.read_lock:
             post = self._postings(seg.reader, field, text)
         size = 0 if post is None else post[0].nbytes + post[1].nbytes
         with self._lock:
@@ -277,7 +278,7 @@ class FastBM25:
             local = np.full(seg.doc_count_all, -1, dtype=np.int64)
             names: list[str] = []
             if file_field in seg.reader.schema:
-                with self._read_lock:
+                with self.read_lock:
                     for raw in seg.reader.lexicon(file_field):
                         name = raw.decode("utf-8") if isinstance(raw, bytes) else str(raw)
                         post = self._postings(seg.reader, file_field, name)

@@ -670,8 +670,9 @@ class LexicalIndex:
                     cached = self._segment_keys_from_disk(seg_id, leaf.doc_count_all())
                 if cached is None:  # ~1 s at 69k chunks: kept on disk once read
                     seg_keys = [""] * leaf.doc_count_all()
-                    for docnum, fields in leaf.iter_docs():
-                        seg_keys[docnum] = fields.get("key", "")
+                    with self._fast.read_lock:
+                        for docnum, fields in leaf.iter_docs():
+                            seg_keys[docnum] = fields.get("key", "")
                     seg_vkeys = np.fromiter(
                         (vector_key(k) if k else 0 for k in seg_keys),
                         dtype=np.uint64,
@@ -774,7 +775,8 @@ class LexicalSnapshot:
     def keys(self, docnums: Iterable[int]) -> list[str]:
         docs = docnums if isinstance(docnums, list) else [int(n) for n in docnums]
         if self._keys is None and len(docs) < 256:
-            return [self.searcher.stored_fields(n)["key"] for n in docs]
+            with self._fast.read_lock:
+                return [self.searcher.stored_fields(n)["key"] for n in docs]
         self._load_keys()
         assert self._keys is not None
         return list(map(self._keys.__getitem__, docs))
@@ -829,7 +831,8 @@ class LexicalSnapshot:
         if isinstance(query, Q.AndMaybe):
             return self.mask(query.a)
         out = np.zeros(self.size, dtype=bool)
-        ids = np.fromiter(query.docs(self.searcher), dtype=np.int64)
+        with self._fast.read_lock:
+            ids = np.fromiter(query.docs(self.searcher), dtype=np.int64)
         out[ids[ids < self.size]] = True
         return out
 
@@ -854,9 +857,10 @@ class LexicalSnapshot:
         if clauses is not None:
             # plain weighted disjunction: the same BM25F scores, computed with numpy
             return self._fast.search_arrays(s, clauses, limit, allowed, file_weight=file_weight)
-        results = s.search(query, limit=limit, terms=False)
-        docnums = np.fromiter((hit.docnum for hit in results), dtype=np.int64)
-        scores = np.fromiter((float(hit.score) for hit in results), dtype=np.float64)
+        with self._fast.read_lock:  # Whoosh's own reads (see ``FastBM25.read_lock``)
+            results = s.search(query, limit=limit, terms=False)
+            docnums = np.fromiter((hit.docnum for hit in results), dtype=np.int64)
+            scores = np.fromiter((float(hit.score) for hit in results), dtype=np.float64)
         if allowed is not None:
             ok = docnums < len(allowed)
             ok[ok] = allowed[docnums[ok]]
