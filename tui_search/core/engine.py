@@ -583,7 +583,7 @@ def _tail_page(
     rows made for the page only. What the plain path does with keys, on 270k results."""
     tail = ranking.tail
     assert tail is not None
-    files = np.concatenate([tail.files_of([s.key for s in ranking.ranked]), tail.files()])
+    files = np.concatenate([tail.head_files, tail.files()])
     kept = np.flatnonzero(files >= 0)  # else a chunk deleted meanwhile
     kept_files = files[kept]
     uniq, first, counts = np.unique(kept_files, return_index=True, return_counts=True)

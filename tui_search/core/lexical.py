@@ -754,16 +754,22 @@ class LexicalSnapshot:
         mask): the keys are looked up in the index's keys sorted once (``np.isin`` against
         every allowed key sorted them again on each query: ~10 ms at 69k chunks). A key held
         by more than one docnum (a deleted chunk and its replacement) is allowed when any is."""
-        order, ordered = self._sorted_vkeys()
-        vkeys = np.asarray(vkeys, dtype=np.uint64)
-        if len(ordered) == 0 or len(vkeys) == 0:
-            return np.zeros(len(vkeys), dtype=bool)
-        lo = np.searchsorted(ordered, vkeys, side="left")
-        hi = np.searchsorted(ordered, vkeys, side="right")
-        out = np.zeros(len(vkeys), dtype=bool)
+        order, lo, hi = self._vkey_ranges(np.asarray(vkeys, dtype=np.uint64))
+        out = np.zeros(len(lo), dtype=bool)
         for i in np.flatnonzero(hi > lo):
             out[i] = bool(allowed[order[lo[i] : hi[i]]].any())
         return out
+
+    def _vkey_ranges(self, vkeys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(the order sorting the index's vector keys, and for each of ``vkeys`` the range of
+        that order holding it: empty when no docnum does, longer than one for a deleted
+        chunk's key and its replacement's)."""
+        order, ordered = self._sorted_vkeys()
+        if len(ordered) == 0:
+            empty = np.zeros(len(vkeys), dtype=np.int64)
+            return order, empty, empty
+        lo = np.searchsorted(ordered, vkeys, side="left")
+        return order, lo, np.searchsorted(ordered, vkeys, side="right")
 
     def _sorted_vkeys(self) -> tuple[np.ndarray, np.ndarray]:
         vkeys = self.vkeys
@@ -875,12 +881,8 @@ class LexicalSnapshot:
         """The live docnum holding each chunk key (-1 when none does), found through the
         index's vector keys sorted once (``sorted_vkeys``)."""
         out = np.full(len(keys), -1, dtype=np.int64)
-        order, ordered = self._sorted_vkeys()
-        if not keys or len(ordered) == 0:
-            return out
         vkeys = np.fromiter((vector_key(k) for k in keys), dtype=np.uint64, count=len(keys))
-        lo = np.searchsorted(ordered, vkeys, side="left")
-        hi = np.searchsorted(ordered, vkeys, side="right")
+        order, lo, hi = self._vkey_ranges(vkeys)
         live = self.live()
         for i in np.flatnonzero(hi > lo).tolist():
             for j in range(int(lo[i]), int(hi[i])):  # more than one: a deleted chunk's key

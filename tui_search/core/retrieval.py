@@ -18,7 +18,7 @@ import posixpath
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -417,8 +417,9 @@ class KeywordTail:
     keys_of: Callable[[list[int]], list[str]]
     #: docnum -> file ordinal (-1: a deleted chunk), for the whole snapshot.
     file_of: np.ndarray
-    #: chunk keys -> docnums (-1: not in the snapshot).
-    docnums_of: Callable[[Sequence[str]], np.ndarray]
+    #: The file ordinal of each fused (``Ranking.ranked``) result, in their order (-1: not in
+    #: the snapshot). A ranking with a tail is never reordered by tiers.
+    head_files: np.ndarray
 
     def __len__(self) -> int:
         return len(self.docnums)
@@ -429,11 +430,6 @@ class KeywordTail:
     def files(self) -> np.ndarray:
         """Each tail match's file ordinal."""
         return np.asarray(self.file_of[self.docnums])
-
-    def files_of(self, keys: Sequence[str]) -> np.ndarray:
-        """The file ordinal of each chunk key (-1: not in the snapshot)."""
-        docs = self.docnums_of(keys)
-        return np.where(docs >= 0, self.file_of[np.maximum(docs, 0)], -1)
 
     def scored(self, i: int) -> Scored:
         score = float(self.scores[i])
@@ -835,8 +831,9 @@ def _keyword_tail(
     floor = ranked[-1].score if ranked else 1.0
     top = float(scores.max()) if len(scores) else 0.0
     ranks = np.arange(BOOLEAN_FUSED + 1, BOOLEAN_FUSED + 1 + len(docnums), dtype=np.int64)
-    seen = snap.docnums_of([s.key for s in ranked])  # a semantic result that is a tail match
-    seen = seen[seen >= 0]
+    head = snap.docnums_of([s.key for s in ranked])
+    file_of = snap.file_ordinals()
+    seen = head[head >= 0]  # a semantic result that is also a tail match
     if seen.size:
         keep = ~np.isin(docnums, seen)
         docnums, scores, ranks = docnums[keep], scores[keep], ranks[keep]
@@ -847,8 +844,8 @@ def _keyword_tail(
         floor=floor,
         top=top or 1.0,
         keys_of=snap.keys,
-        file_of=snap.file_ordinals(),
-        docnums_of=snap.docnums_of,
+        file_of=file_of,
+        head_files=np.where(head >= 0, file_of[np.maximum(head, 0)], -1),
     )
 
 

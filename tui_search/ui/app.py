@@ -66,9 +66,10 @@ class IndexCancelled(Exception):
     """Raised from the progress callback to stop indexing when the app closes."""
 
 
-#: The collector's thresholds while the app runs: a search allocates some 40k container
-#: objects, and at Python's default (700, 10, 10) that ran a full collection every second
-#: or third search (50-100 ms each, inside the search or the repaint that shows it).
+#: The collector's thresholds while the app runs: a search and its repaint allocate tens of
+#: thousands of container objects, and at Python's default (700, 10, 10) that ran a full
+#: collection every second or third search (50-100 ms each, inside the search or the repaint
+#: that shows it).
 GC_THRESHOLDS = (50_000, 20, 20)
 
 
