@@ -37,6 +37,11 @@ def assert_same(engine: SearchEngine) -> None:
         ref = whoosh_ranking(engine, q, 50)
         assert [k for k, _ in ours] == [k for k, _ in ref], text
         assert [round(s, 9) for _, s in ours] == [round(s, 9) for _, s in ref], text
+        # df and idf from the cached postings equal Whoosh's (deleted chunks counted alike)
+        searcher, fast = engine.indexer.lexical.searcher(), engine.indexer.lexical._fast
+        for field, term, _ in flatten_disjunction(q) or []:
+            assert fast.doc_frequency(searcher, field, term) == searcher.doc_frequency(field, term)
+            assert fast.idf(searcher, field, term) == searcher.idf(field, term)
 
 
 def test_fast_bm25_matches_whoosh(tmp_path: Path) -> None:

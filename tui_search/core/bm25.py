@@ -104,6 +104,11 @@ def _length_bytes(column: Any, n: int) -> np.ndarray:
     return np.fromiter((column[i] for i in range(n)), dtype=np.uint8, count=n)
 
 
+def _idf(doc_count: int, df: int) -> float:
+    """Whoosh's idf (``WeightingModel.idf``): ``log(N / (df + 1)) + 1``."""
+    return math.log(doc_count / (df + 1)) + 1.0
+
+
 class FastBM25:
     """BM25F over one Whoosh searcher's segments; caches per-segment arrays by segment id."""
 
@@ -372,6 +377,20 @@ class FastBM25:
             )
         return file_of, out
 
+    def doc_frequency(self, searcher: Any, field: str, text: str) -> int:
+        """Whoosh's ``doc_frequency``: the documents whose ``field`` holds ``text``, deleted
+        ones included (a segment's postings keep them until it is merged), counted from the
+        cached postings instead of a second term lookup in every segment."""
+        return sum(
+            len(post[0])
+            for seg in self._segments(searcher)
+            if (post := self._cached_postings(seg, field, text)) is not None
+        )
+
+    def idf(self, searcher: Any, field: str, text: str) -> float:
+        """Whoosh's idf, ``log(N / (df + 1)) + 1`` (``WeightingModel.idf``)."""
+        return _idf(searcher.doc_count_all(), self.doc_frequency(searcher, field, text))
+
     def file_ordinals(self, searcher: Any, file_field: str = "doc") -> np.ndarray:
         """Global docnum -> file ordinal (-1 for a deleted chunk), cached like the scores'."""
         return self._file_table(self._segments(searcher), file_field).file_of
@@ -401,15 +420,17 @@ class FastBM25:
         scores = np.zeros(total, dtype=np.float64)
         matched = np.zeros(total, dtype=bool)
         schema = searcher.schema
+        doc_count = searcher.doc_count_all()
         for field, text, boost in clauses:
             if field not in schema or not schema[field].scorable:
                 continue
-            if searcher.doc_frequency(field, text) == 0:
+            posts = [(seg, self._cached_postings(seg, field, text)) for seg in segments]
+            df = sum(len(post[0]) for _, post in posts if post is not None)
+            if df == 0:
                 continue  # (and Whoosh's idf() is undefined for it on a fresh index)
-            idf = searcher.idf(field, text)
+            idf = _idf(doc_count, df)
             avgfl = searcher.avg_field_length(field) or 1.0
-            for seg in segments:
-                post = self._cached_postings(seg, field, text)
+            for seg, post in posts:
                 if post is None:
                     continue
                 ids, tf = post

@@ -637,8 +637,9 @@ class LexicalIndex:
         """Whoosh's idf, log(N / (df + 1)) + 1, of each term (a term absent from the index
         gets the largest value)."""
         s = self.searcher()
-        total = max(int(s.doc_count_all()), 1)
-        return {t: math.log(total / (s.doc_frequency(field, t) + 1)) + 1.0 for t in set(terms)}
+        if not s.doc_count_all():
+            return {t: 1.0 for t in set(terms)}
+        return {t: self._fast.idf(s, field, t) for t in set(terms)}
 
     def matching_keys(self, query: Q.Query) -> list[str]:
         """Keys that match (unscored order)."""

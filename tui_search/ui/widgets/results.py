@@ -6,7 +6,9 @@ how results are laid out (flat or grouped by document).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, ClassVar, TypeAlias
 
 from textual.binding import Binding, BindingType
@@ -128,6 +130,8 @@ class ResultsList(OptionList):
         self._pages: list[SearchResults] = []
         #: Keys of the hits whose near-duplicates are shown (expanded).
         self.expanded: set[str] = set()
+        #: Counts fills, so that the pending rest of an older fill is dropped.
+        self._fill_generation = 0
 
     def show_results(
         self, results: SearchResults, *, append: bool = False, keep: Selection | None = None
@@ -143,29 +147,61 @@ class ResultsList(OptionList):
         else:
             self._pages = [results]
             self.expanded.clear()
-        self._rebuild()
-        if not self.entries:
-            return
+        options = self._rebuild()
         index = 0
         if previous is not None:
             index = previous
         elif keep is not None:
             found = self.index_for(*keep)
             index = found if found is not None else 0
+        self._fill(options, index)
+        if not self.entries:
+            return
         self.highlighted = index
         self.scroll_to_highlight()
 
-    def _rebuild(self) -> None:
-        entries: list[Entry] = []
+    def _fill(self, prompts: list[Callable[[], Content]], highlight: int) -> None:
+        """Set the options: at once those up to a screenful past ``highlight``, the rest
+        after the screen is painted.
+
+        Making an option's prompt and measuring its wrapped height (Textual does when it is
+        added) takes ~0.3 ms; 50 grouped results are ~150 options. What the user sees first
+        is the list's visible part, so the remainder is made and added at the next idle
+        moment. A newer fill drops a pending one.
+        """
+        self._fill_generation += 1
+        height = self.size.height
         options: list[Option] = []
+        lines = 0
+        for i, make in enumerate(prompts):
+            if height > 0 and i > highlight and lines >= height:
+                break
+            option = Option(make())
+            if i >= highlight:  # (a screenful below the highlight, where the list scrolls)
+                lines += str(option.prompt).count("\n") + 1
+            options.append(option)
+        self.set_options(options)
+        if len(options) < len(prompts):
+            generation, rest = self._fill_generation, prompts[len(options) :]
+
+            def add_rest() -> None:
+                if generation == self._fill_generation:
+                    self.add_options(Option(make()) for make in rest)
+
+            self.call_after_refresh(add_rest)
+
+    def _rebuild(self) -> list[Callable[[], Content]]:
+        """Make ``entries`` from the pages shown; returns how to make each one's prompt."""
+        entries: list[Entry] = []
+        options: list[Callable[[], Content]] = []
         for results in self._pages:
             if results.documents is not None:
                 for g in results.documents:
                     entries.append(Entry("doc", group=g))
-                    options.append(Option(group_prompt(g)))
+                    options.append(partial(group_prompt, g))
                     for p in g.passages:
                         entries.append(Entry("hit", hit=p, group=g))
-                        options.append(Option(hit_prompt(p, indent="  ", show_path=False)))
+                        options.append(partial(hit_prompt, p, indent="  ", show_path=False))
                 continue
             members = {i: g for g in results.duplicate_groups for i in g}
             for i, h in enumerate(results.hits):
@@ -175,18 +211,18 @@ class ResultsList(OptionList):
                 similar = tuple(results.hits[j] for j in group[1:]) if group else ()
                 expanded = h.key in self.expanded
                 entries.append(Entry("hit", hit=h, similar=similar))
-                options.append(Option(hit_prompt(h, similar=len(similar), expanded=expanded)))
+                options.append(partial(hit_prompt, h, similar=len(similar), expanded=expanded))
                 if expanded:
                     for d in similar:
                         entries.append(Entry("hit", hit=d, duplicate=True))
-                        options.append(Option(duplicate_prompt(d)))
+                        options.append(partial(duplicate_prompt, d))
         if self._pages and self._pages[-1].has_more:
             entries.append(Entry("more"))
             options.append(
-                Option(Content.styled("… more results (move here to load)", "italic $text-muted"))
+                partial(Content.styled, "… more results (move here to load)", "italic $text-muted")
             )
         self.entries = entries
-        self.set_options(options)
+        return options
 
     def toggle_similar(self) -> bool:
         """Show or hide the near-duplicates of the highlighted hit; False when it has none."""
@@ -199,13 +235,14 @@ class ResultsList(OptionList):
             self.expanded.discard(key)
         else:
             self.expanded.add(key)
-        self._rebuild()
+        self._fill(self._rebuild(), index or 0)
         self.highlighted = index
         return True
 
     def clear_results(self) -> None:
         self.entries = []
         self._pages = []
+        self._fill_generation += 1
         self.clear_options()
 
     def selection(self) -> Selection | None:
