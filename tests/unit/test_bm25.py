@@ -209,3 +209,123 @@ def test_postings_walked_from_two_threads_at_once(tmp_path: Path) -> None:
     finally:
         sys.setswitchinterval(interval)
     assert not wrong, wrong[:5]
+
+
+def _synced_with_segments(tmp_path: Path) -> tuple[SearchEngine, Path]:
+    ws = tmp_path / "ws"
+    shutil.copytree(SAMPLE_WORKSPACE, ws)
+    e = SearchEngine(Settings(workspace=ws, index_dir=tmp_path / "idx"), embedder=FakeEmbedder())
+    e.sync()
+    (ws / "runbooks" / "disk-full.md").unlink()
+    (ws / "new-note.md").write_text("# New\n\nbackup restore sourdough reconcileOrphanedBlobs\n")
+    e.sync()  # a second segment and deletions
+    fast = e.indexer.lexical._fast
+    segments = fast._segments(e.indexer.lexical.searcher())
+    assert len(segments) > 1 and any(seg.live is not None for seg in segments)
+    return e, ws
+
+
+def test_stored_postings_equal_whoosh_and_are_what_searches_read(tmp_path: Path) -> None:
+    """After a sync every segment's scored fields are kept decoded beside the index; each
+    term's stored postings are exactly Whoosh's, and a plain search reads only them."""
+    from tui_search.core.bm25 import FastBM25
+    from tui_search.core.lexical import SCORED_FIELDS
+
+    e, _ = _synced_with_segments(tmp_path)
+    lex = e.indexer.lexical
+    fast, searcher = lex._fast, lex.searcher()
+    segments = fast._segments(searcher)
+    assert len(segments) > 1
+    checked = 0
+    for seg in segments:
+        for field in SCORED_FIELDS:
+            table = fast._table(seg, field)
+            assert table is not None, (seg.seg_id, field)
+            for raw in seg.reader.lexicon(field):
+                term = raw.decode("utf-8")
+                want = FastBM25._postings(seg.reader, field, term)
+                got = table.get(term)
+                assert want is not None and got is not None
+                assert got[0].tolist() == want[0].tolist(), (field, term)
+                assert got[1].tolist() == want[1].tolist(), (field, term)
+                checked += 1
+            assert table.get("zzz-not-a-term") is None
+    assert checked > 1000
+
+    def no_whoosh(*args: object) -> None:
+        raise AssertionError("read through Whoosh")
+
+    fresh = SearchEngine(
+        Settings(workspace=tmp_path / "ws", index_dir=tmp_path / "idx"), embedder=FakeEmbedder()
+    )
+    fresh.search("sourdough", mode="keyword")  # (each file's chunks: read once, then saved)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(FastBM25, "_postings", staticmethod(no_whoosh))
+        hits = fresh.search("restore a backup reconcileOrphanedBlobs", mode="keyword").hits
+    assert hits and hits[0].file_path == "new-note.md"
+    assert_same(fresh)
+    fresh.close()
+    e.close()
+
+
+def test_a_damaged_postings_table_is_read_through_whoosh(tmp_path: Path) -> None:
+    e, ws = _synced_with_segments(tmp_path)
+    e.close()
+    tables = tmp_path / "idx" / "segment-keys"
+    ids = sorted(tables.glob("*.postings-body.ids"))
+    assert len(ids) > 1
+    ids[0].write_bytes(ids[0].read_bytes()[:-4])  # truncated
+    (ids[1].with_suffix(".terms")).unlink()  # half written
+    fresh = SearchEngine(
+        Settings(workspace=ws, index_dir=tmp_path / "idx"), embedder=FakeEmbedder()
+    )
+    fast, searcher = fresh.indexer.lexical._fast, fresh.indexer.lexical.searcher()
+    broken = {p.name.split(".", 1)[0] for p in ids[:2]}
+    for seg in fast._segments(searcher):
+        assert (fast._table(seg, "body") is None) == (seg.seg_id in broken)
+    assert_same(fresh)
+    # the next sync that writes saves them again
+    (ws / "another.md").write_text("# Another\n\nwords\n")
+    fresh.sync()
+    for seg in fast._segments(fresh.indexer.lexical.searcher()):
+        assert fast._table(seg, "body") is not None
+    assert_same(fresh)
+    fresh.close()
+
+
+def test_first_index_saves_the_postings_once(tmp_path: Path) -> None:
+    """The first index is written in batches (segments merge meanwhile): the postings are
+    decoded once, after the last batch, not after every batch."""
+    from tui_search.core.lexical import LexicalIndex
+
+    calls: list[int] = []
+    original = LexicalIndex.store_postings
+
+    def counting(self: LexicalIndex) -> int:
+        calls.append(original(self))
+        return calls[-1]
+
+    LexicalIndex.store_postings = counting  # type: ignore[method-assign]
+    try:
+        e = SearchEngine(
+            Settings(workspace=SAMPLE_WORKSPACE, index_dir=tmp_path / "idx"),
+            embedder=FakeEmbedder(),
+        )
+        e.build(batch_files=5)
+    finally:
+        LexicalIndex.store_postings = original  # type: ignore[method-assign]
+    assert len(calls) == 1 and calls[0] > 0
+    fast = e.indexer.lexical._fast
+    assert all(
+        fast._table(s, "body") is not None for s in fast._segments(e.indexer.lexical.searcher())
+    )
+    e.close()
+
+
+def test_scored_fields_cover_plain_queries() -> None:
+    from tui_search.core.lexical import SCORED_FIELDS
+
+    q = plain_query("restore reconcileOrphanedBlobs LUMEN_DB_URL #ops", LexicalParams())
+    assert q is not None
+    fields = {f for f, _, _ in flatten_disjunction(q) or []}
+    assert fields and fields <= set(SCORED_FIELDS)

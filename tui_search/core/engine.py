@@ -121,7 +121,7 @@ class SearchEngine:
     def sync(
         self, progress: ProgressCallback | None = None, *, rebuild: bool = False
     ) -> SyncReport:
-        return self.indexer.sync(progress, rebuild=rebuild)
+        return self.indexer.sync(progress, rebuild=rebuild, tables=True)
 
     def build(
         self, progress: ProgressCallback | None = None, *, batch_files: int | None = None
@@ -139,7 +139,8 @@ class SearchEngine:
         sections = 0
         for start in range(0, len(paths), batch_files):
             batch = paths[start : start + batch_files]
-            report = self.indexer.apply_paths(batch, progress)
+            # (the decoded postings are saved once, by the last sync: segments merge meanwhile)
+            report = self.indexer.apply_paths(batch, progress, tables=False)
             sections = report.chunks  # the index's total so far
             if progress is not None:
                 done = start + len(batch)

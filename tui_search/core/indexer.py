@@ -57,6 +57,8 @@ class SyncReport:
     skipped: list[Skipped] = field(default_factory=list)
     repaired: list[str] = field(default_factory=list)
     took_ms: float = 0.0
+    #: Something was written to the keyword index (new segments).
+    wrote: bool = False
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -148,9 +150,13 @@ class Indexer:
         *,
         rebuild: bool = False,
         lock_timeout: float = 60.0,
+        tables: bool = False,
     ) -> SyncReport:
         """Bring the index in line with the whole workspace (incremental unless ``rebuild``).
-        Raises IndexBusyError when another process keeps writing for ``lock_timeout`` s."""
+        Raises IndexBusyError when another process keeps writing for ``lock_timeout`` s.
+
+        The keyword index's decoded postings are saved for new segments after a write, and
+        for every segment missing them with ``tables`` (an index made before they existed)."""
         started = time.perf_counter()
         report = SyncReport(repaired=list(self.repaired))
         with self.lock.hold(lock_timeout):
@@ -184,6 +190,8 @@ class Indexer:
             )
             with self.store.transaction() as conn:
                 self.store.set_skipped(conn, [(s.path, s.reason) for s in skipped])
+            if tables or report.wrote:
+                self.lexical.store_postings()
         report.skipped = skipped
         report.documents, report.chunks = self.store.counts()
         report.took_ms = (time.perf_counter() - started) * 1000
@@ -192,9 +200,14 @@ class Indexer:
         return report
 
     def apply_paths(
-        self, paths: Iterable[str], progress: ProgressCallback | None = None
+        self,
+        paths: Iterable[str],
+        progress: ProgressCallback | None = None,
+        *,
+        tables: bool = True,
     ) -> SyncReport:
-        """Apply a batch of changed paths (from the watcher): each is re-read or removed."""
+        """Apply a batch of changed paths (from the watcher): each is re-read or removed.
+        ``tables``: save the decoded postings of the segments written (see ``sync``)."""
         started = time.perf_counter()
         report = SyncReport()
         with self.lock.hold():
@@ -240,6 +253,8 @@ class Indexer:
                     # forget first: a known file that became a FIFO is removed AND skipped
                     self.store.forget_skipped(conn, removed)
                     self.store.add_skipped(conn, [(s.path, s.reason) for s in skipped])
+            if tables and report.wrote:
+                self.lexical.store_postings()
         report.skipped = skipped
         report.documents, report.chunks = self.store.counts()
         report.took_ms = (time.perf_counter() - started) * 1000
@@ -432,6 +447,7 @@ class Indexer:
             vectors_done = pool.submit(write_vectors)
             try:
                 self.lexical.write(lexical_delete_paths, records, delete_keys=lexical_delete_keys)
+                report.wrote = True
             finally:
                 vectors_done.result()
         # the vector file is not rewritten: the touched vector keys are logged with the rows

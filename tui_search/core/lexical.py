@@ -507,6 +507,11 @@ def flat_or(clauses: list[Q.Query]) -> Q.Or:
     return query
 
 
+#: The fields plain queries score (``term_clause``'s and the identifiers'): their postings
+#: are kept decoded beside the index (``LexicalIndex.store_postings``).
+SCORED_FIELDS = ("body", "heading", "title", "tags", "ident")
+
+
 def term_clause(term: str, params: LexicalParams, weight: float = 1.0) -> Q.Query:
     return Q.Or(
         [
@@ -622,6 +627,11 @@ class LexicalIndex:
         except BaseException:
             writer.cancel()
             raise
+
+    def store_postings(self) -> int:
+        """Keep the scored fields' postings of every segment decoded beside the index (once
+        per segment; see ``FastBM25.store_postings``); returns the tables written."""
+        return self._fast.store_postings(self.searcher(), SCORED_FIELDS)
 
     def snapshot(self) -> LexicalSnapshot:
         """The index as it is now: docnums stay valid for the snapshot's lifetime."""

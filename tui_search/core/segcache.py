@@ -31,6 +31,23 @@ class SegmentCache:
             return None
         return arr if len(arr) == count else None
 
+    def map_array(
+        self, seg_id: str, name: str, dtype: type, count: int | None
+    ) -> np.ndarray | None:
+        """The saved array memory-mapped read-only (only what is sliced is read), or None
+        when missing or not ``count`` long."""
+        path = self._path(seg_id, name)
+        try:
+            size = path.stat().st_size
+            if count is None or size != count * np.dtype(dtype).itemsize:
+                return None
+            if count == 0:
+                return np.zeros(0, dtype=dtype)
+            # (a plain ndarray over the map: a memmap's slices are slower to make)
+            return np.asarray(np.memmap(path, dtype=dtype, mode="r", shape=(count,)))
+        except (OSError, ValueError):
+            return None
+
     def read_strings(self, seg_id: str, name: str, count: int | None = None) -> list[str] | None:
         try:
             raw = self._path(seg_id, name).read_bytes().decode("utf-8")
