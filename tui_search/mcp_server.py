@@ -212,6 +212,7 @@ class AgentService:
         if busy and progress is not None:
             progress(f"note: {busy}; using the index as it is, the watcher will catch up")
         self.engine.embed_query("warm up")
+        self.engine.warm_up()
         self._last_update = time.time()
 
     def start_watching(self) -> None:

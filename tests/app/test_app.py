@@ -407,6 +407,7 @@ async def test_long_lived_state_is_frozen_out_of_the_collector(
     import gc
 
     from tui_search.ui.app import GC_THRESHOLDS
+    from tui_search.ui.screens.search import SETTLE_AFTER_RESULTS
 
     gc.unfreeze()
     gc.set_threshold(700, 10, 10)
@@ -425,7 +426,9 @@ async def test_long_lived_state_is_frozen_out_of_the_collector(
         assert gc.get_threshold() == GC_THRESHOLDS
         await search(pilot, "backup", type_it=True)
         await settle(pilot)
-        assert len(calls) == 2  # after the first results, their caches made
+        assert len(calls) == 1  # not in the first results' paint ...
+        await pilot.pause(SETTLE_AFTER_RESULTS + 0.3)
+        assert len(calls) == 2  # ... but a moment after the first results, their caches made
         await search(pilot, "restore", type_it=True)
         await settle(pilot)
         assert len(calls) == 2  # not after every search

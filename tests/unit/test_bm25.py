@@ -329,3 +329,37 @@ def test_scored_fields_cover_plain_queries() -> None:
     assert q is not None
     fields = {f for f, _, _ in flatten_disjunction(q) or []}
     assert fields and fields <= set(SCORED_FIELDS)
+
+
+def test_warm_up_reads_what_a_first_search_reads_once(tmp_path: Path) -> None:
+    """After ``warm_up`` (the app and the MCP server call it at an idle moment) the first
+    search reads no per-segment table: postings tables, field and file lengths and the chunk
+    keys are all in memory, and the page's keys are not read from Whoosh's stored fields."""
+    from tui_search.core.bm25 import FastBM25
+    from tui_search.core.lexical import SCORED_FIELDS
+
+    e, ws = _synced_with_segments(tmp_path)
+    e.close()
+    fresh = SearchEngine(
+        Settings(workspace=ws, index_dir=tmp_path / "idx"), embedder=FakeEmbedder()
+    )
+    lex = fresh.indexer.lexical
+    fast, searcher = lex._fast, lex.searcher()
+    segments = fast._segments(searcher)
+    assert all(not seg.tables and not seg.lengths for seg in segments)
+    fresh.warm_up()
+    for seg in fast._segments(searcher):
+        assert set(seg.tables) == set(SCORED_FIELDS)
+        assert all(seg.tables[f] is not None for f in SCORED_FIELDS)
+        assert {"body", "title", "heading"} <= set(seg.lengths)
+    lengths = {seg.seg_id: set(seg.lengths) for seg in fast._segments(searcher)}
+    with pytest.MonkeyPatch.context() as mp:
+        for name in ("_postings", "_file_ordinals"):
+            mp.setattr(FastBM25, name, lambda *a, **k: pytest.fail("read after the warm-up"))
+        mp.setattr(
+            searcher, "stored_fields", lambda *a: pytest.fail("stored keys read"), raising=False
+        )
+        hits = fresh.search("restore a backup reconcileOrphanedBlobs", mode="keyword").hits
+    assert hits and hits[0].file_path == "new-note.md"
+    assert all(set(seg.lengths) == lengths[seg.seg_id] for seg in fast._segments(searcher))
+    fresh.close()

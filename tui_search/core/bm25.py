@@ -223,6 +223,22 @@ class FastBM25:
             seg.tables[field] = table
         return table
 
+    def warm_up(self, searcher: Any, fields: Iterable[str], file_field: str = "doc") -> None:
+        """Read now what a search reads once per segment: the stored postings tables, the
+        field lengths, which file each chunk is in and the files' lengths."""
+        segments = self._segments(searcher)
+        schema = searcher.schema
+        scored = [f for f in fields if f in schema and schema[f].scorable]
+        for seg in segments:
+            for name in fields:
+                self._table(seg, name)
+            for name in scored:
+                self._lengths(seg, name)
+        if file_field in schema:
+            table = self._file_table(segments, file_field)
+            for name in scored:
+                self._file_lengths(table, segments, name)
+
     def store_postings(self, searcher: Any, fields: Iterable[str]) -> int:
         """Decode and save the postings of ``fields`` of every segment that has none saved
         yet; returns how many tables were written. Searches go on meanwhile: the read lock

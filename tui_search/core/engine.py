@@ -249,6 +249,18 @@ class SearchEngine:
             broken_links=broken,
         )
 
+    def warm_up(self) -> None:
+        """Read now what a process's first search would read once: the keyword index's
+        per-segment tables (chunk keys, stored postings, field and file lengths) and the
+        near-duplicate code. For long-running processes (the app, the MCP server) at an idle
+        moment; a one-shot command does not call it (it would read more than one search needs).
+        """
+        from tui_search.core.duplicates import _hash_params  # (lazy for one-shot runs)
+
+        _hash_params()
+        self.index.lexical.warm_up()
+        self.index.doc_paths()
+
     def close(self) -> None:
         self.index.close()
 

@@ -523,6 +523,15 @@ def term_clause(term: str, params: LexicalParams, weight: float = 1.0) -> Q.Quer
     )
 
 
+def _segment_ids(s: Searcher) -> tuple[str, ...]:
+    reader = s.reader()
+    leaves = reader.leaf_readers() if hasattr(reader, "leaf_readers") else [(reader, 0)]
+    return tuple(
+        leaf.segment().segment_id() if hasattr(leaf, "segment") else f"mem{id(leaf)}"
+        for leaf, _ in leaves
+    )
+
+
 class LexicalIndex:
     """One Whoosh index in ``directory``. Writes go through the single indexer."""
 
@@ -628,6 +637,21 @@ class LexicalIndex:
             writer.cancel()
             raise
 
+    def warm_up(self) -> None:
+        """Read what the first search would (each segment's keys and postings tables, field
+        and file lengths), so that it does not wait for them."""
+        s = self.searcher()
+        self._doc_keys(s)
+        self._fast.warm_up(s, SCORED_FIELDS)
+
+    def _cached_doc_keys(self, s: Searcher) -> tuple[list[str], np.ndarray] | None:
+        """``_doc_keys`` when they are already made for the searcher's segments, else None."""
+        with self._lock:
+            cached = self._all_keys
+        if cached is None or cached[0] != _segment_ids(s):
+            return None
+        return cached[1], cached[2]
+
     def store_postings(self) -> int:
         """Keep the scored fields' postings of every segment decoded beside the index (once
         per segment; see ``FastBM25.store_postings``); returns the tables written."""
@@ -636,7 +660,13 @@ class LexicalIndex:
     def snapshot(self) -> LexicalSnapshot:
         """The index as it is now: docnums stay valid for the snapshot's lifetime."""
         s = self.searcher()
-        return LexicalSnapshot(s, self._fast, lambda: self._doc_keys(s), self.sorted_vkeys)
+        return LexicalSnapshot(
+            s,
+            self._fast,
+            lambda: self._doc_keys(s),
+            self.sorted_vkeys,
+            lambda: self._cached_doc_keys(s),
+        )
 
     def search(self, query: Q.Query, limit: int | None) -> list[tuple[str, float]]:
         """(chunk key, BM25F score) best first."""
@@ -661,10 +691,7 @@ class LexicalIndex:
         (segments never change), and as a whole while the segments are the same."""
         reader = s.reader()
         leaves = reader.leaf_readers() if hasattr(reader, "leaf_readers") else [(reader, 0)]
-        ids = tuple(
-            leaf.segment().segment_id() if hasattr(leaf, "segment") else f"mem{id(leaf)}"
-            for leaf, _ in leaves
-        )
+        ids = _segment_ids(s)
         with self._lock:
             if self._all_keys is not None and self._all_keys[0] == ids:
                 return self._all_keys[1], self._all_keys[2]
@@ -737,10 +764,12 @@ class LexicalSnapshot:
         fast: FastBM25,
         doc_keys: Callable[[], tuple[list[str], np.ndarray]],
         sorted_vkeys: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]] | None = None,
+        cached_keys: Callable[[], tuple[list[str], np.ndarray] | None] | None = None,
     ) -> None:
         self.searcher = searcher
         self._fast = fast
         self._doc_keys = doc_keys
+        self._cached_keys = cached_keys
         self._sorted_vkeys_of = sorted_vkeys
         self._keys: list[str] | None = None
         self._vkeys: np.ndarray | None = None
@@ -791,6 +820,10 @@ class LexicalSnapshot:
 
     def keys(self, docnums: Iterable[int]) -> list[str]:
         docs = docnums if isinstance(docnums, list) else [int(n) for n in docnums]
+        if self._keys is None and self._cached_keys is not None:
+            cached = self._cached_keys()
+            if cached is not None:
+                self._keys, self._vkeys = cached
         if self._keys is None and len(docs) < 256:
             with self._fast.read_lock:
                 return [self.searcher.stored_fields(n)["key"] for n in docs]

@@ -240,6 +240,7 @@ class TuiSearchApp(App[int]):
                 report = engine.build(self._progress)
             else:
                 report = engine.apply_paths(paths, self._progress)
+            engine.warm_up()  # (before the index is said ready: the first search is not slower)
             stats = engine.stats()
             self.post_message(IndexDone(stats.documents, stats.chunks, len(report.skipped)))
         except IndexCancelled:
