@@ -363,3 +363,29 @@ def test_warm_up_reads_what_a_first_search_reads_once(tmp_path: Path) -> None:
     assert hits and hits[0].file_path == "new-note.md"
     assert all(set(seg.lengths) == lengths[seg.seg_id] for seg in fast._segments(searcher))
     fresh.close()
+
+
+def test_a_table_that_cannot_be_read_whole_is_not_saved(tmp_path: Path) -> None:
+    """A term's postings that cannot be read while a table is made (its segment merged away
+    by another process meanwhile) leave that table unsaved: a partial table would lose
+    matches; the field is read through Whoosh instead."""
+    from tui_search.core.bm25 import FastBM25
+    from tui_search.core.lexical import LexicalIndex
+
+    lex = LexicalIndex(tmp_path / "whoosh")
+    lex.write([], [chunk_record(f"d{i}", f"s{i}", f"common word{i % 5}") for i in range(40)])
+    real = FastBM25._postings
+
+    def failing(leaf: object, field: str, text: str) -> object:
+        return None if (field, text) == ("body", "word3") else real(leaf, field, text)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(FastBM25, "_postings", staticmethod(failing))
+        written = lex.store_postings()
+    fast = lex._fast
+    (seg,) = fast._segments(lex.searcher())
+    assert fast._table(seg, "body") is None and fast._table(seg, "title") is not None
+    assert written == 4  # heading, title, tags, ident
+    assert not list((tmp_path / "segment-keys").glob("*.postings-body.*"))
+    docs = lex.snapshot().search_arrays(plain_query("word3", LexicalParams()), None)[0]
+    assert len(docs) == 8

@@ -253,36 +253,17 @@ class FastBM25:
             for name in fields:
                 if name not in schema or self._table(seg, name) is not None:
                     continue
-                with self.read_lock:
-                    terms = sorted(
-                        t.decode("utf-8") if isinstance(t, bytes) else str(t)
-                        for t in seg.reader.lexicon(name)
-                    )
-                offsets = np.zeros(len(terms) + 1, dtype=np.int64)
-                id_parts, weight_parts = [], []
-                for i, term in enumerate(terms):
-                    with self.read_lock:
-                        post = self._postings(seg.reader, name, term)
-                    count = 0
-                    if post is not None:
-                        id_parts.append(post[0].astype(np.int32))
-                        weight_parts.append(post[1])
-                        count = len(post[0])
-                    offsets[i + 1] = offsets[i] + count
-                ids = np.concatenate(id_parts) if id_parts else np.zeros(0, dtype=np.int32)
-                weights = (
-                    np.concatenate(weight_parts) if weight_parts else np.zeros(0, dtype=np.float64)
-                )
-                weights32 = weights.astype(np.float32)
-                if not np.array_equal(weights32, weights):
-                    continue  # (weights that float32 would round: read through Whoosh)
+                decoded = self._decode_field(seg, name)
+                if decoded is None:
+                    continue  # read through Whoosh, as before
+                terms, offsets, ids, weights = decoded
                 prefix = f"postings-{name}"
                 # the term list last: a table is read only when all four files are there
                 self._disk.write(
                     seg.seg_id,
                     {
                         f"{prefix}.ids": ids,
-                        f"{prefix}.weights": weights32,
+                        f"{prefix}.weights": weights,
                         f"{prefix}.offsets": offsets,
                     },
                 )
@@ -291,6 +272,37 @@ class FastBM25:
                     seg.tables.pop(name, None)
                 written += 1
         return written
+
+    def _decode_field(
+        self, seg: _Segment, name: str
+    ) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray] | None:
+        """(sorted terms, offsets, int32 docnums, float32 weights) of one field of a segment;
+        None when a term's postings cannot be read (a segment merged away meanwhile by another
+        process) or a weight is not exact in float32: the table is then not saved."""
+        try:
+            with self.read_lock:
+                terms = sorted(
+                    t.decode("utf-8") if isinstance(t, bytes) else str(t)
+                    for t in seg.reader.lexicon(name)
+                )
+            offsets = np.zeros(len(terms) + 1, dtype=np.int64)
+            id_parts, weight_parts = [], []
+            for i, term in enumerate(terms):
+                with self.read_lock:
+                    post = self._postings(seg.reader, name, term)
+                if post is None:
+                    return None  # a listed term always has postings: the read failed
+                id_parts.append(post[0].astype(np.int32))
+                weight_parts.append(post[1])
+                offsets[i + 1] = offsets[i] + len(post[0])
+        except Exception:  # noqa: BLE001 - a table is only a faster copy: never fail a write
+            return None
+        ids = np.concatenate(id_parts) if id_parts else np.zeros(0, dtype=np.int32)
+        weights = np.concatenate(weight_parts) if weight_parts else np.zeros(0, dtype=np.float64)
+        weights32 = weights.astype(np.float32)
+        if not np.array_equal(weights32, weights):
+            return None
+        return terms, offsets, ids, weights32
 
     def _cached_postings(
         self, seg: _Segment, field: str, text: str

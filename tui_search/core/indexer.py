@@ -190,8 +190,8 @@ class Indexer:
             )
             with self.store.transaction() as conn:
                 self.store.set_skipped(conn, [(s.path, s.reason) for s in skipped])
-            if tables or report.wrote:
-                self.lexical.store_postings()
+        if tables or report.wrote:  # (segments never change: no need to hold the lock)
+            self.lexical.store_postings()
         report.skipped = skipped
         report.documents, report.chunks = self.store.counts()
         report.took_ms = (time.perf_counter() - started) * 1000
@@ -253,8 +253,8 @@ class Indexer:
                     # forget first: a known file that became a FIFO is removed AND skipped
                     self.store.forget_skipped(conn, removed)
                     self.store.add_skipped(conn, [(s.path, s.reason) for s in skipped])
-            if tables and report.wrote:
-                self.lexical.store_postings()
+        if tables and report.wrote:
+            self.lexical.store_postings()
         report.skipped = skipped
         report.documents, report.chunks = self.store.counts()
         report.took_ms = (time.perf_counter() - started) * 1000
