@@ -77,12 +77,13 @@ def index_cold(python: str, ws: Path, index_dir: Path) -> dict[str, object]:
     cmd += ["--index-dir", str(index_dir)]
     started = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    peak_rss = peak_pss = 0
+    peak_rss = peak_pss = peak_anon = 0
     while proc.poll() is None:
         # 5 samples a second: reading /proc/*/smaps_rollup more often slows the measured run
         pids = _tree(proc.pid)
         peak_rss = max(peak_rss, sum(_rss_kb(p) for p in pids))
         peak_pss = max(peak_pss, sum(_pss_kb(p) for p in pids))
+        peak_anon = max(peak_anon, sum(_pss_kb(p, "Pss_Anon:") for p in pids))
         time.sleep(0.2)
     out, err = proc.communicate()
     took = time.perf_counter() - started
@@ -96,6 +97,8 @@ def index_cold(python: str, ws: Path, index_dir: Path) -> dict[str, object]:
         "chunks_per_s": round((report.get("chunks") or 0) / took),
         "index_peak_rss_mb": round(peak_rss / 1024),
         "index_peak_pss_mb": round(peak_pss / 1024),
+        # of the PSS, what the processes allocated (not the index files they mapped)
+        "index_peak_anon_mb": round(peak_anon / 1024),
     }
 
 
@@ -139,7 +142,8 @@ def main() -> int:
         f"{row['index_disk_mb']} MB | "
         f"{found['search(limit=50)']['p95_ms']} / {found['search(limit=50, group)']['p95_ms']} / "
         f"{found['filters, search(limit=50, group)']['p95_ms']} ms | "
-        f"{row['index_peak_pss_mb']} MB PSS ({row['index_peak_rss_mb']} MB RSS) | "
+        f"{row['index_peak_pss_mb']} MB PSS, {row['index_peak_anon_mb']} MB of it allocated "
+        f"({row['index_peak_rss_mb']} MB RSS) | "
         f"{row['search_peak_rss_mb']} MB |"
     )
     if not args.keep:

@@ -275,12 +275,13 @@ def _rss_kb(pid: int) -> int:
     return 0
 
 
-def _pss_kb(pid: int) -> int:
-    """Proportional set size: pages shared with forked writer processes counted once."""
+def _pss_kb(pid: int, field: str = "Pss:") -> int:
+    """Proportional set size: pages shared with forked writer processes counted once
+    (``field`` "Pss_Anon:": of it, the memory the process made, not file pages it mapped)."""
     try:
         with open(f"/proc/{pid}/smaps_rollup") as fh:
             for line in fh:
-                if line.startswith("Pss:"):
+                if line.startswith(field):
                     return int(line.split()[1])
     except OSError:
         pass
