@@ -371,3 +371,32 @@ def test_an_edit_does_not_rewrite_the_vector_file(
     assert len(fresh.index.vectors) == 5 and not fresh.indexer.repaired
     assert fresh.search("limes", mode="semantic").hits
     fresh.close()
+
+
+def test_files_stamp_moves_with_every_file_change_only(
+    ws: Path, tmp_path: Path, fake_embedder
+) -> None:  # type: ignore[no-untyped-def]
+    """The file list's caches (document paths, the link graph) compare one counter kept by
+    triggers: it moves when a file is added, changed or removed, and not otherwise."""
+    e = SearchEngine(Settings(workspace=ws, index_dir=tmp_path / "idx"), embedder=fake_embedder)
+    e.sync()
+    store = e.index.store
+    stamps = [store.files_stamp()]
+    e.sync()  # nothing changed
+    assert store.files_stamp() == stamps[-1]
+    e.search("backup")
+    assert store.files_stamp() == stamps[-1]
+    first = sorted(ws.rglob("*.md"))[0]
+    first.write_text(first.read_text() + "\n\nmore words\n")
+    e.sync()
+    stamps.append(store.files_stamp())
+    (ws / "added.md").write_text("# Added\n\n[link](" + first.name + ")\n")
+    e.sync()
+    stamps.append(store.files_stamp())
+    assert "added.md" in e.index.doc_paths().values()
+    (ws / "added.md").unlink()
+    e.sync()
+    stamps.append(store.files_stamp())
+    assert "added.md" not in e.index.doc_paths().values()
+    assert len(set(stamps)) == len(stamps)
+    e.close()

@@ -75,6 +75,16 @@ CREATE TABLE IF NOT EXISTS vector_log (seq INTEGER PRIMARY KEY AUTOINCREMENT, vk
 -- each document's mean chunk vector (unit length), rewritten in the transaction that writes
 -- its chunks' vectors (meta 'file_vectors' = 1 once an older index has been filled in)
 CREATE TABLE IF NOT EXISTS file_vectors (doc TEXT PRIMARY KEY, vector BLOB NOT NULL);
+-- counts every change to ``files`` (kept by the triggers): what caches of the file list
+-- compare (``files_stamp``), one row read instead of an aggregate over every file
+CREATE TABLE IF NOT EXISTS files_version (id INTEGER PRIMARY KEY CHECK (id = 0), n INTEGER NOT NULL);
+INSERT OR IGNORE INTO files_version VALUES (0, 0);
+CREATE TRIGGER IF NOT EXISTS files_inserted AFTER INSERT ON files
+    BEGIN UPDATE files_version SET n = n + 1; END;
+CREATE TRIGGER IF NOT EXISTS files_updated AFTER UPDATE ON files
+    BEGIN UPDATE files_version SET n = n + 1; END;
+CREATE TRIGGER IF NOT EXISTS files_deleted AFTER DELETE ON files
+    BEGIN UPDATE files_version SET n = n + 1; END;
 """
 
 
@@ -443,14 +453,17 @@ class Store:
         return [r[0] for r in rows]
 
     def files_stamp(self) -> tuple[Any, ...]:
-        """Changes whenever a file is added, removed or changed (cheap: one aggregate)."""
-        return tuple(
-            self._conn()
-            .execute(
-                "SELECT count(*), total(mtime_ns), coalesce(group_concat(hash), '') FROM files"
+        """Changes whenever a file is added, removed or changed: the count the triggers keep
+        (an index opened read-only from before them: an aggregate over every file)."""
+        conn = self._conn()
+        try:
+            return tuple(conn.execute("SELECT n FROM files_version").fetchone() or ())
+        except sqlite3.OperationalError:
+            return tuple(
+                conn.execute(
+                    "SELECT count(*), total(mtime_ns), coalesce(group_concat(hash), '') FROM files"
+                ).fetchone()
             )
-            .fetchone()
-        )
 
     def has_files_under(self, folder: str) -> bool:
         """Does the index hold any file below ``folder``?"""
