@@ -239,21 +239,31 @@ class FastBM25:
             for name in scored:
                 self._file_lengths(table, segments, name)
 
-    def store_postings(self, searcher: Any, fields: Iterable[str]) -> int:
+    def store_postings(self, searcher: Any, fields: Iterable[str], reader: Any) -> int:
         """Decode and save the postings of ``fields`` of every segment that has none saved
-        yet; returns how many tables were written. Searches go on meanwhile: the read lock
-        is held one term at a time."""
+        yet; returns how many tables were written.
+
+        The postings are read through ``reader``, a reader of the same index opened for this
+        alone: its files have their own read positions, so searches (which read through the
+        searcher's) go on meanwhile without waiting for the read lock."""
         if self._disk is None:
             return 0
+        leaves = reader.leaf_readers() if hasattr(reader, "leaf_readers") else [(reader, 0)]
+        own = {
+            seg.segment_id(): leaf
+            for leaf, _ in leaves
+            if (seg := getattr(leaf, "segment", lambda: None)()) is not None
+        }
         written = 0
         schema = searcher.schema
         for seg in self._segments(searcher):
-            if seg.seg_id.startswith("mem"):
-                continue
+            leaf = own.get(seg.seg_id)
+            if leaf is None:
+                continue  # (merged away since the searcher was opened)
             for name in fields:
                 if name not in schema or self._table(seg, name) is not None:
                     continue
-                decoded = self._decode_field(seg, name)
+                decoded = self._decode_field(leaf, name)
                 if decoded is None:
                     continue  # read through Whoosh, as before
                 terms, offsets, ids, weights = decoded
@@ -274,22 +284,19 @@ class FastBM25:
         return written
 
     def _decode_field(
-        self, seg: _Segment, name: str
+        self, leaf: Any, name: str
     ) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray] | None:
         """(sorted terms, offsets, int32 docnums, float32 weights) of one field of a segment;
         None when a term's postings cannot be read (a segment merged away meanwhile by another
         process) or a weight is not exact in float32: the table is then not saved."""
         try:
-            with self.read_lock:
-                terms = sorted(
-                    t.decode("utf-8") if isinstance(t, bytes) else str(t)
-                    for t in seg.reader.lexicon(name)
-                )
+            terms = sorted(
+                t.decode("utf-8") if isinstance(t, bytes) else str(t) for t in leaf.lexicon(name)
+            )
             offsets = np.zeros(len(terms) + 1, dtype=np.int64)
             id_parts, weight_parts = [], []
             for i, term in enumerate(terms):
-                with self.read_lock:
-                    post = self._postings(seg.reader, name, term)
+                post = self._postings(leaf, name, term)
                 if post is None:
                     return None  # a listed term always has postings: the read failed
                 id_parts.append(post[0].astype(np.int32))

@@ -655,7 +655,11 @@ class LexicalIndex:
     def store_postings(self) -> int:
         """Keep the scored fields' postings of every segment decoded beside the index (once
         per segment; see ``FastBM25.store_postings``); returns the tables written."""
-        return self._fast.store_postings(self.searcher(), SCORED_FIELDS)
+        reader = self.ix.reader()  # (its own files: searches meanwhile do not wait for it)
+        try:
+            return self._fast.store_postings(self.searcher(), SCORED_FIELDS, reader)
+        finally:
+            reader.close()
 
     def snapshot(self) -> LexicalSnapshot:
         """The index as it is now: docnums stay valid for the snapshot's lifetime."""
