@@ -350,6 +350,34 @@ async def test_more_results_load_on_scroll_to_end(tmp_path: Path, app_factory: A
         assert app.search_screen.results.entries[-1].kind == "hit"
 
 
+async def test_the_list_shows_a_screenful_first_and_the_rest_after_the_paint(
+    tmp_path: Path, app_factory: AppFactory
+) -> None:
+    """Only the rows of the first screen are made (and measured) before the results are
+    painted; the rest follow at the next idle moment, and a newer fill drops a pending rest."""
+    docs = {f"many/doc{i:03}.md": f"# Walrus {i}\n\nWalrus fact {i}.\n" for i in range(70)}
+    app = app_factory(write_workspace(tmp_path / "many", docs))
+    async with app.run_test(size=(120, 30)) as pilot:
+        await ready(pilot)
+        await search(pilot, "walrus")
+        results = app.search_screen.results
+        page = app.search_screen.last_results
+        assert results.option_count == len(results.entries) == 51  # the rest came
+        results.show_results(page)
+        first = results.option_count
+        assert 0 < first < 51  # a screenful, not all
+        results.show_results(page)  # a newer fill before the rest of the first one came
+        await pilot.pause()
+        await pilot.pause()
+        assert results.option_count == 51  # the rest once, not twice
+        assert [str(results.get_option_at_index(i).prompt) for i in (0, 50)] == [
+            str(p) for p in (results._rebuild()[0](), results._rebuild()[50]())
+        ]
+        # a highlight kept far down the list is made at once, with a screenful below it
+        results.show_results(page, keep=(results.entries[45].section_id, None))
+        assert results.highlighted == 45 and results.option_count == 51
+
+
 async def test_watcher_refreshes_results_in_place(workspace: Path, app_factory: AppFactory) -> None:
     app = app_factory(workspace, watch=True)
     async with app.run_test(size=(120, 40)) as pilot:
