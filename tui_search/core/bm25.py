@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import threading
+import time
 from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Iterable
@@ -296,6 +297,11 @@ class FastBM25:
             offsets = np.zeros(len(terms) + 1, dtype=np.int64)
             id_parts, weight_parts = [], []
             for i, term in enumerate(terms):
+                if i % 8 == 0:
+                    # give the interpreter away now and then: a search in another thread (the
+                    # app's, while its watcher saves a merged segment's tables) would otherwise
+                    # wait up to a switch interval (5 ms) each time it comes back from I/O
+                    time.sleep(0)
                 post = self._postings(leaf, name, term)
                 if post is None:
                     return None  # a listed term always has postings: the read failed
