@@ -389,3 +389,46 @@ def test_a_table_that_cannot_be_read_whole_is_not_saved(tmp_path: Path) -> None:
     assert not list((tmp_path / "segment-keys").glob("*.postings-body.*"))
     docs = lex.snapshot().search_arrays(plain_query("word3", LexicalParams()), None)[0]
     assert len(docs) == 8
+
+
+def test_decoding_tables_steps_aside_while_a_search_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Decoding postings tables waits (a bounded while) at each step while a search runs, so
+    the search is not slowed by a busy interpreter; otherwise it only yields it."""
+    from tui_search.core import bm25
+    from tui_search.core.bm25 import STEP_ASIDE_MAX, FastBM25
+
+    sleeps: list[float] = []
+    monkeypatch.setattr(bm25.time, "sleep", sleeps.append)
+    fast = FastBM25()
+    fast._step_aside()
+    assert sleeps == [0]
+    sleeps.clear()
+    with fast.searching():
+        with fast.searching():
+            assert fast._searches == 2
+        fast._step_aside()
+    assert sleeps[0] == 0 and 0 < sum(sleeps) <= STEP_ASIDE_MAX + 1e-9 and len(sleeps) > 5
+    assert fast._searches == 0
+    sleeps.clear()
+    fast._step_aside()
+    assert sleeps == [0]
+
+
+def test_searches_are_marked_as_running(tmp_path: Path) -> None:
+    e = SearchEngine(
+        Settings(workspace=SAMPLE_WORKSPACE, index_dir=tmp_path / "idx"), embedder=FakeEmbedder()
+    )
+    e.sync()
+    fast = e.indexer.lexical._fast
+    seen: list[int] = []
+    real = fast.search_arrays
+
+    def spy(*args: object, **kwargs: object) -> object:
+        seen.append(fast._searches)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    fast.search_arrays = spy  # type: ignore[method-assign]
+    e.search("backup restore")
+    e.rank("backup restore")
+    assert seen == [1, 1] and fast._searches == 0
+    e.close()

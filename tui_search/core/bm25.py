@@ -20,13 +20,14 @@ that is read-only) is read through Whoosh as before.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import threading
 import time
 from bisect import bisect_left
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -136,6 +137,10 @@ def _length_bytes(column: Any, n: int) -> np.ndarray:
     return np.fromiter((column[i] for i in range(n)), dtype=np.uint8, count=n)
 
 
+#: Longest a step of decoding postings tables waits for running searches (seconds).
+STEP_ASIDE_MAX = 0.01
+
+
 def _idf(doc_count: int, df: int) -> float:
     """Whoosh's idf (``WeightingModel.idf``): ``log(N / (df + 1)) + 1``."""
     return math.log(doc_count / (df + 1)) + 1.0
@@ -168,6 +173,8 @@ class FastBM25:
         self._postings_bytes = 0
         self._postings_limit = postings_cache_mb * 1024 * 1024
         self._files: _FileTable | None = None
+        #: Searches running now (``searching``): decoding tables steps aside for them.
+        self._searches = 0
 
     def _segments(self, searcher: Any) -> list[_Segment]:
         """The searcher's segments; field lengths and postings are cached by segment id
@@ -223,6 +230,30 @@ class FastBM25:
         with self._lock:
             seg.tables[field] = table
         return table
+
+    @contextlib.contextmanager
+    def searching(self) -> Iterator[None]:
+        """Marks a search as running while the block runs (see ``_step_aside``)."""
+        with self._lock:
+            self._searches += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._searches -= 1
+
+    def _step_aside(self) -> None:
+        """Let a running search have the interpreter. Decoding tables is pure Python and
+        can wait; a search in another thread (the app's, while its watcher saves a merged
+        segment's tables) waits a switch interval (5 ms) for the interpreter each time it
+        comes back from I/O, and it does so for every row SQLite returns. So while a search
+        runs this waits, up to 10 ms per step of ~1 ms of work (searches back to back still
+        leave the tables ~10% of the time), and otherwise gives the interpreter away."""
+        time.sleep(0)
+        waited = 0.0
+        while self._searches and waited < STEP_ASIDE_MAX:
+            time.sleep(0.001)
+            waited += 0.001
 
     def warm_up(self, searcher: Any, fields: Iterable[str], file_field: str = "doc") -> None:
         """Read now what a search reads once per segment: the stored postings tables, the
@@ -298,10 +329,7 @@ class FastBM25:
             id_parts, weight_parts = [], []
             for i, term in enumerate(terms):
                 if i % 8 == 0:
-                    # give the interpreter away now and then: a search in another thread (the
-                    # app's, while its watcher saves a merged segment's tables) would otherwise
-                    # wait up to a switch interval (5 ms) each time it comes back from I/O
-                    time.sleep(0)
+                    self._step_aside()
                 post = self._postings(leaf, name, term)
                 if post is None:
                     return None  # a listed term always has postings: the read failed

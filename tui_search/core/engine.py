@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import json
 import os
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 import numpy as np
 
@@ -64,6 +65,24 @@ def decode_token(token: str, query_id: str) -> int:
     if qid != query_id or offset < 0:
         raise QueryError("the continuation token belongs to a different query or mode")
     return offset
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _foreground(
+    method: Callable[Concatenate[SearchEngine, P], R],
+) -> Callable[Concatenate[SearchEngine, P], R]:
+    """A search: background work of the index (decoding postings tables) steps aside while it
+    runs (``FastBM25.searching``)."""
+
+    @functools.wraps(method)
+    def run(self: SearchEngine, *args: P.args, **kwargs: P.kwargs) -> R:
+        with self.index.lexical.searching():
+            return method(self, *args, **kwargs)
+
+    return run
 
 
 class SearchEngine:
@@ -383,6 +402,7 @@ class SearchEngine:
     def embed_query(self, text: str) -> Any:
         return self.retriever.embed_query(text)
 
+    @_foreground
     def rank(
         self,
         query: str | QueryPlan,
@@ -421,6 +441,7 @@ class SearchEngine:
             return Highlighter(())
         return Highlighter(results.terms, results.identifiers)
 
+    @_foreground
     def search(
         self,
         query: str | QueryPlan,

@@ -7,6 +7,7 @@ analyzer as the documents and turned into query objects, so characters that are 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import os
@@ -651,6 +652,10 @@ class LexicalIndex:
         if cached is None or cached[0] != _segment_ids(s):
             return None
         return cached[1], cached[2]
+
+    def searching(self) -> contextlib.AbstractContextManager[None]:
+        """Marks a search as running (work in the background steps aside meanwhile)."""
+        return self._fast.searching()
 
     def store_postings(self) -> int:
         """Keep the scored fields' postings of every segment decoded beside the index (once
