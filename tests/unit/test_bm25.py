@@ -432,3 +432,33 @@ def test_searches_are_marked_as_running(tmp_path: Path) -> None:
     e.rank("backup restore")
     assert seen == [1, 1] and fast._searches == 0
     e.close()
+
+
+def test_a_write_decodes_only_the_segments_it_made(tmp_path: Path) -> None:
+    """An index made before the tables existed gets them all from `index` (or the app's
+    start), but a search's freshness sync that writes one file decodes only the segment it
+    wrote: a command-line search never decodes a whole index."""
+    ws = tmp_path / "ws"
+    shutil.copytree(SAMPLE_WORKSPACE, ws)
+    e = SearchEngine(Settings(workspace=ws, index_dir=tmp_path / "idx"), embedder=FakeEmbedder())
+    e.sync()
+    e.close()
+    for f in (tmp_path / "idx" / "segment-keys").glob("*.postings-*"):
+        f.unlink()  # as an index from before the tables
+    fresh = SearchEngine(
+        Settings(workspace=ws, index_dir=tmp_path / "idx"), embedder=FakeEmbedder()
+    )
+    lex = fresh.indexer.lexical
+    old = lex.segment_ids()
+    (ws / "late.md").write_text("# Late\n\nwritten after the index\n")
+    report, busy = fresh.try_sync()
+    assert busy is None and report is not None and report.wrote
+    fast = lex._fast
+    tables = {seg.seg_id: fast._table(seg, "body") for seg in fast._segments(lex.searcher())}
+    new = set(tables) - old
+    assert new and all(tables[s] is not None for s in new)
+    assert set(tables) & old and all(tables[s] is None for s in set(tables) & old)
+    fresh.sync()  # what `tui-search index` runs
+    assert all(fast._table(seg, "body") is not None for seg in fast._segments(lex.searcher()))
+    assert_same(fresh)
+    fresh.close()

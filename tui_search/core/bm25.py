@@ -271,7 +271,9 @@ class FastBM25:
             for name in scored:
                 self._file_lengths(table, segments, name)
 
-    def store_postings(self, searcher: Any, fields: Iterable[str], reader: Any) -> int:
+    def store_postings(
+        self, searcher: Any, fields: Iterable[str], reader: Any, only: set[str] | None = None
+    ) -> int:
         """Decode and save the postings of ``fields`` of every segment that has none saved
         yet; returns how many tables were written.
 
@@ -290,8 +292,8 @@ class FastBM25:
         schema = searcher.schema
         for seg in self._segments(searcher):
             leaf = own.get(seg.seg_id)
-            if leaf is None:
-                continue  # (merged away since the searcher was opened)
+            if leaf is None or (only is not None and seg.seg_id not in only):
+                continue  # (merged away since the searcher was opened, or not asked for)
             for name in fields:
                 if name not in schema or self._table(seg, name) is not None:
                     continue

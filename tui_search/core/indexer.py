@@ -155,13 +155,14 @@ class Indexer:
         """Bring the index in line with the whole workspace (incremental unless ``rebuild``).
         Raises IndexBusyError when another process keeps writing for ``lock_timeout`` s.
 
-        The keyword index's decoded postings are saved for new segments after a write, and
+        The keyword index's decoded postings are saved for the segments a write made, and
         for every segment missing them with ``tables`` (an index made before they existed)."""
         started = time.perf_counter()
         report = SyncReport(repaired=list(self.repaired))
         with self.lock.hold(lock_timeout):
             self.repaired.clear()
             self._refresh_from_disk()
+            before = self.lexical.segment_ids()
             if rebuild:
                 self._wipe()
             dirty = set(json.loads(self.store.get_meta("dirty") or "[]"))
@@ -190,8 +191,8 @@ class Indexer:
             )
             with self.store.transaction() as conn:
                 self.store.set_skipped(conn, [(s.path, s.reason) for s in skipped])
-        if tables or report.wrote:  # (segments never change: no need to hold the lock)
-            self.lexical.store_postings()
+        # (segments never change: no need to hold the lock)
+        self._store_postings(report, before, everything=tables)
         report.skipped = skipped
         report.documents, report.chunks = self.store.counts()
         report.took_ms = (time.perf_counter() - started) * 1000
@@ -212,6 +213,7 @@ class Indexer:
         report = SyncReport()
         with self.lock.hold():
             self._refresh_from_disk()
+            before = self.lexical.segment_ids()
             wanted = list(dict.fromkeys(paths))
             known = self.store.files_for(wanted)
             to_check: list[FileInfo] = []
@@ -253,12 +255,23 @@ class Indexer:
                     # forget first: a known file that became a FIFO is removed AND skipped
                     self.store.forget_skipped(conn, removed)
                     self.store.add_skipped(conn, [(s.path, s.reason) for s in skipped])
-        if tables and report.wrote:
-            self.lexical.store_postings()
+        if tables:
+            self._store_postings(report, before)
         report.skipped = skipped
         report.documents, report.chunks = self.store.counts()
         report.took_ms = (time.perf_counter() - started) * 1000
         return report
+
+    def _store_postings(
+        self, report: SyncReport, before: set[str], *, everything: bool = False
+    ) -> None:
+        """Decoded postings for the segments written since ``before`` (every segment missing
+        them with ``everything``): a search that writes a few files never decodes a whole
+        index made by an earlier version."""
+        if everything:
+            self.lexical.store_postings()
+        elif report.wrote:
+            self.lexical.store_postings(only=self.lexical.segment_ids() - before)
 
     # -- the write ----------------------------------------------------------------------
     def _refresh_from_disk(self) -> None:

@@ -527,10 +527,11 @@ def term_clause(term: str, params: LexicalParams, weight: float = 1.0) -> Q.Quer
 def _segment_ids(s: Searcher) -> tuple[str, ...]:
     reader = s.reader()
     leaves = reader.leaf_readers() if hasattr(reader, "leaf_readers") else [(reader, 0)]
-    return tuple(
-        leaf.segment().segment_id() if hasattr(leaf, "segment") else f"mem{id(leaf)}"
-        for leaf, _ in leaves
-    )
+    out = []
+    for leaf, _ in leaves:
+        seg = leaf.segment() if hasattr(leaf, "segment") else None
+        out.append(seg.segment_id() if seg is not None else f"mem{id(leaf)}")
+    return tuple(out)
 
 
 class LexicalIndex:
@@ -657,12 +658,16 @@ class LexicalIndex:
         """Marks a search as running (work in the background steps aside meanwhile)."""
         return self._fast.searching()
 
-    def store_postings(self) -> int:
-        """Keep the scored fields' postings of every segment decoded beside the index (once
-        per segment; see ``FastBM25.store_postings``); returns the tables written."""
+    def segment_ids(self) -> set[str]:
+        return set(_segment_ids(self.searcher()))
+
+    def store_postings(self, only: set[str] | None = None) -> int:
+        """Keep the scored fields' postings of every segment (or of the segments ``only``)
+        decoded beside the index (once per segment; see ``FastBM25.store_postings``);
+        returns the tables written."""
         reader = self.ix.reader()  # (its own files: searches meanwhile do not wait for it)
         try:
-            return self._fast.store_postings(self.searcher(), SCORED_FIELDS, reader)
+            return self._fast.store_postings(self.searcher(), SCORED_FIELDS, reader, only)
         finally:
             reader.close()
 
