@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -374,13 +375,14 @@ def test_a_table_that_cannot_be_read_whole_is_not_saved(tmp_path: Path) -> None:
 
     lex = LexicalIndex(tmp_path / "whoosh")
     lex.write([], [chunk_record(f"d{i}", f"s{i}", f"common word{i % 5}") for i in range(40)])
-    real = FastBM25._postings
+    real = FastBM25._field_postings
 
-    def failing(leaf: object, field: str, text: str) -> object:
-        return None if (field, text) == ("body", "word3") else real(leaf, field, text)
+    def failing(leaf: object, name: str) -> Iterator[tuple[str, object]]:
+        for term, post in real(leaf, name):
+            yield term, (None if (name, term) == ("body", "word3") else post)
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(FastBM25, "_postings", staticmethod(failing))
+        mp.setattr(FastBM25, "_field_postings", staticmethod(failing))
         written = lex.store_postings()
     fast = lex._fast
     (seg,) = fast._segments(lex.searcher())
@@ -462,3 +464,40 @@ def test_a_write_decodes_only_the_segments_it_made(tmp_path: Path) -> None:
     assert all(fast._table(seg, "body") is not None for seg in fast._segments(lex.searcher()))
     assert_same(fresh)
     fresh.close()
+
+
+def test_field_postings_in_one_pass_equal_term_by_term(tmp_path: Path) -> None:
+    """The one-pass read of a field (terms with their term info) and the term-by-term read
+    (any reader without Whoosh's terms reader) give the same terms and postings, in order."""
+    from tui_search.core.bm25 import FastBM25
+    from tui_search.core.lexical import LexicalIndex
+
+    lex = LexicalIndex(tmp_path / "whoosh")
+    lex.write(
+        [], [chunk_record(f"d{i % 9}", f"s{i}", f"alpha w{i % 13} é{i % 3}") for i in range(300)]
+    )
+    (leaf, _), *_ = lex.searcher().reader().leaf_readers()
+
+    class TermByTerm:  # a reader with no ``_terms``
+        schema = leaf.schema
+
+        def lexicon(self, name: str) -> object:
+            return leaf.lexicon(name)
+
+        def postings(self, name: str, text: str) -> object:
+            return leaf.postings(name, text)
+
+    for name in ("body", "title"):
+        one = [
+            (t, p[0].tolist(), p[1].tolist()) for t, p in FastBM25._field_postings(leaf, name) if p
+        ]
+        other = [
+            (t, p[0].tolist(), p[1].tolist())
+            for t, p in FastBM25._field_postings(TermByTerm(), name)
+            if p
+        ]
+        assert (
+            one == other
+            and len(one) > 10
+            and [t for t, _, _ in one] == sorted(t for t, _, _ in one)
+        )

@@ -324,20 +324,21 @@ class FastBM25:
         None when a term's postings cannot be read (a segment merged away meanwhile by another
         process) or a weight is not exact in float32: the table is then not saved."""
         try:
-            terms = sorted(
-                t.decode("utf-8") if isinstance(t, bytes) else str(t) for t in leaf.lexicon(name)
-            )
-            offsets = np.zeros(len(terms) + 1, dtype=np.int64)
+            terms: list[str] = []
+            offsets_list = [0]
             id_parts, weight_parts = [], []
-            for i, term in enumerate(terms):
+            for i, (term, post) in enumerate(self._field_postings(leaf, name)):
                 if i % 8 == 0:
                     self._step_aside()
-                post = self._postings(leaf, name, term)
                 if post is None:
                     return None  # a listed term always has postings: the read failed
+                terms.append(term)
                 id_parts.append(post[0].astype(np.int32))
                 weight_parts.append(post[1])
-                offsets[i + 1] = offsets[i] + len(post[0])
+                offsets_list.append(offsets_list[-1] + len(post[0]))
+            if any(a >= b for a, b in zip(terms, terms[1:], strict=False)):
+                return None  # (not in order: a binary search could not find them)
+            offsets = np.asarray(offsets_list, dtype=np.int64)
         except Exception:  # noqa: BLE001 - a table is only a faster copy: never fail a write
             return None
         ids = np.concatenate(id_parts) if id_parts else np.zeros(0, dtype=np.int32)
@@ -392,8 +393,31 @@ class FastBM25:
             seg.lengths[field] = arr
         return arr
 
-    @staticmethod
-    def _postings(leaf: Any, field: str, text: str) -> tuple[np.ndarray, np.ndarray] | None:
+    @classmethod
+    def _field_postings(
+        cls, leaf: Any, name: str
+    ) -> Iterator[tuple[str, tuple[np.ndarray, np.ndarray] | None]]:
+        """Every term of a segment's field with its postings, in order. Whoosh's terms
+        reader gives each term with its term info in one pass, so the postings are read
+        without looking each term up again (a third less time); any other reader is read
+        term by term."""
+        terms = getattr(leaf, "_terms", None)
+        codec, postfile = getattr(terms, "_codec", None), getattr(terms, "_postfile", None)
+        if terms is None or codec is None or postfile is None or not hasattr(terms, "items_from"):
+            for raw in sorted(leaf.lexicon(name)):
+                term = raw.decode("utf-8") if isinstance(raw, bytes) else str(raw)
+                yield term, cls._postings(leaf, name, term)
+            return
+        format_ = leaf.schema[name].format
+        for (field, raw), info in terms.items_from(name, b""):
+            if field != name:
+                break
+            term = raw.decode("utf-8") if isinstance(raw, bytes) else str(raw)
+            matcher = codec.postings_reader(postfile, info, format_, term=(field, raw))
+            yield term, cls._decode(matcher)
+
+    @classmethod
+    def _postings(cls, leaf: Any, field: str, text: str) -> tuple[np.ndarray, np.ndarray] | None:
         try:
             m = leaf.postings(field, text)
         except Exception:  # noqa: BLE001 - TermNotFound: the term is not in this segment
@@ -403,6 +427,11 @@ class FastBM25:
             # Whoosh's doc_frequency counts them (searches mask them with the live mask)
             m = m.child
             m.reset()  # (the filter has already stepped over the deleted ones)
+        return cls._decode(m)
+
+    @staticmethod
+    def _decode(m: Any) -> tuple[np.ndarray, np.ndarray] | None:
+        """A matcher's postings (ids, weights), its blocks decoded with numpy."""
         if not isinstance(m, W3LeafMatcher):
             ids, weights = [], []
             while m.is_active():
