@@ -499,3 +499,19 @@ def test_field_postings_in_one_pass_equal_term_by_term(tmp_path: Path) -> None:
         assert (
             one == other and len(one) > 5 and [t for t, _, _ in one] == sorted(t for t, _, _ in one)
         )
+
+
+def test_a_full_sync_leaves_every_segment_table_on_disk(tmp_path: Path) -> None:
+    """After `tui-search index` (a full sync) a new process reads every per-segment table
+    (keys, files, postings) from disk: nothing is read out of Whoosh's segments."""
+    e, ws = _synced_with_segments(tmp_path)
+    e.close()
+    tables = tmp_path / "idx" / "segment-keys"
+    fresh = SearchEngine(
+        Settings(workspace=ws, index_dir=tmp_path / "idx"), embedder=FakeEmbedder()
+    )
+    segments = fresh.indexer.lexical.segment_ids()
+    for seg in segments:
+        names = {f.name.split(".", 1)[1] for f in tables.glob(f"{seg}.*")}
+        assert {"keys", "vkeys", "doc-names", "doc-of", "postings-body.ids"} <= names, names
+    fresh.close()

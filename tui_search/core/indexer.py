@@ -270,6 +270,7 @@ class Indexer:
         index made by an earlier version."""
         if everything:
             self.lexical.store_postings()
+            self.lexical.store_segment_keys()
         elif report.wrote:
             self.lexical.store_postings(only=self.lexical.segment_ids() - before)
 

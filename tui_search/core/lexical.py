@@ -658,6 +658,13 @@ class LexicalIndex:
         """Marks a search as running (work in the background steps aside meanwhile)."""
         return self._fast.searching()
 
+    def store_segment_keys(self) -> None:
+        """Make (and keep on disk) each segment's chunk keys and files now, as the first search
+        of a process would: after `tui-search index`, its first filtered search does not."""
+        s = self.searcher()
+        self._doc_keys(s)
+        self._fast.file_ordinals(s)
+
     def segment_ids(self) -> set[str]:
         return set(_segment_ids(self.searcher()))
 
