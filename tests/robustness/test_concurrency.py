@@ -78,10 +78,16 @@ def test_search_while_another_process_writes(big_ws: Path, tmp_path: Path) -> No
     assert set(seen) == {"d7/note7.md"}
 
 
-def test_creating_an_index_another_process_is_creating(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("race", ["rename", "read back"])
+def test_creating_an_index_another_process_is_creating(
+    tmp_path: Path, monkeypatch, race: str
+) -> None:  # type: ignore[no-untyped-def]
     """The race of two processes creating a new full-text index at once, made deterministic:
     the other process creates it while our create is under way and its clean-up removes our
-    temporary TOC (our rename then fails with FileNotFoundError); we open the other's index."""
+    temporary TOC (our rename then fails with FileNotFoundError) or our TOC before we read it
+    back (Whoosh's EmptyIndexError, seen in CI); we open the other's index."""
+    from whoosh.index import EmptyIndexError
+
     from tui_search.core import lexical, whoosh_files
 
     real_create = whoosh_files.create_in
@@ -91,7 +97,9 @@ def test_creating_an_index_another_process_is_creating(tmp_path: Path, monkeypat
         calls.append(dirname)
         if len(calls) == 1:
             real_create(dirname, schema, *a, **kw)  # the other process's index
-            raise FileNotFoundError(f"{dirname}/_MAIN_0.toc.tmp -> {dirname}/_MAIN_0.toc")
+            if race == "rename":
+                raise FileNotFoundError(f"{dirname}/_MAIN_0.toc.tmp -> {dirname}/_MAIN_0.toc")
+            raise EmptyIndexError(f"Index 'MAIN' does not exist in {dirname}")
         return real_create(dirname, schema, *a, **kw)
 
     monkeypatch.setattr(lexical.whoosh_files, "create_in", create_raced)

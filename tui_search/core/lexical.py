@@ -37,6 +37,7 @@ from whoosh.analysis import (
 )
 from whoosh.fields import ID, KEYWORD, TEXT, Schema
 from whoosh.formats import Frequency, Positions
+from whoosh.index import EmptyIndexError
 from whoosh.lang.porter import stem as porter_stem
 from whoosh.scoring import BM25F
 from whoosh.searching import Searcher
@@ -567,16 +568,17 @@ class LexicalIndex:
                     f"the full-text index at {self.directory} is unreadable: {exc}"
                 ) from exc
         # Two processes may create a new index at once: Whoosh raises NameError ("File
-        # '_MAIN_0.toc' exists") when the other one finished first, and FileNotFoundError when
-        # the other one's clean-up removed our temporary TOC before we renamed it. Either way
-        # the other process is making the index: open it once its TOC is there.
+        # '_MAIN_0.toc' exists") when the other one finished first, FileNotFoundError when
+        # the other one's clean-up removed our temporary TOC before we renamed it, and
+        # EmptyIndexError when it removed our TOC before we read it back. Either way the other
+        # process is making the index: open it once its TOC is there.
         deadline = time.monotonic() + CREATE_RACE_TIMEOUT
         while True:
             if any(self.directory.glob("_MAIN_*.toc")):
                 return whoosh_files.open_dir(str(self.directory))
             try:
                 return whoosh_files.create_in(str(self.directory), make_schema())
-            except (NameError, FileNotFoundError):
+            except (NameError, FileNotFoundError, EmptyIndexError):
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.05)
