@@ -137,6 +137,12 @@ def _length_bytes(column: Any, n: int) -> np.ndarray:
     return np.fromiter((column[i] for i in range(n)), dtype=np.uint8, count=n)
 
 
+def segment_id_of(leaf: Any) -> str:
+    """A leaf reader's segment id (an in-memory reader without a segment: one of its own)."""
+    seg = leaf.segment() if hasattr(leaf, "segment") else None
+    return str(seg.segment_id()) if seg is not None else f"mem{id(leaf)}"
+
+
 #: Longest a step of decoding postings tables waits for running searches (seconds).
 STEP_ASIDE_MAX = 0.01
 
@@ -185,8 +191,7 @@ class FastBM25:
         with self._lock:
             keep: set[str] = set()
             for leaf, offset in leaves:
-                seg = leaf.segment() if hasattr(leaf, "segment") else None
-                seg_id = seg.segment_id() if seg is not None else f"mem{id(leaf)}"
+                seg_id = segment_id_of(leaf)
                 keep.add(seg_id)
                 live_count = int(leaf.doc_count())
                 cached = self._cache.get(seg_id)
@@ -283,11 +288,7 @@ class FastBM25:
         if self._disk is None:
             return 0
         leaves = reader.leaf_readers() if hasattr(reader, "leaf_readers") else [(reader, 0)]
-        own = {
-            seg.segment_id(): leaf
-            for leaf, _ in leaves
-            if (seg := getattr(leaf, "segment", lambda: None)()) is not None
-        }
+        own = {segment_id_of(leaf): leaf for leaf, _ in leaves}
         written = 0
         schema = searcher.schema
         for seg in self._segments(searcher):
@@ -356,7 +357,7 @@ class FastBM25:
             if key in self._postings_cache:
                 self._postings_cache.move_to_end(key)
                 return self._postings_cache[key]
-        table = seg.tables[field] if field in seg.tables else self._table(seg, field)
+        table = self._table(seg, field)
         if table is not None:
             post = table.get(text)
         else:
@@ -498,9 +499,7 @@ class FastBM25:
             names: list[str] = []
             if file_field in seg.reader.schema:
                 with self.read_lock:
-                    for raw in seg.reader.lexicon(file_field):
-                        name = raw.decode("utf-8") if isinstance(raw, bytes) else str(raw)
-                        post = self._postings(seg.reader, file_field, name)
+                    for name, post in self._field_postings(seg.reader, file_field):
                         if post is not None:
                             local[post[0]] = len(names)
                             names.append(name)

@@ -45,7 +45,7 @@ from whoosh.system import pack_uint
 
 from tui_search.config import Settings
 from tui_search.core import whoosh_files
-from tui_search.core.bm25 import FastBM25, flatten_disjunction
+from tui_search.core.bm25 import FastBM25, flatten_disjunction, segment_id_of
 from tui_search.core.errors import IndexError_
 from tui_search.core.segcache import SegmentCache
 from tui_search.core.store import ChunkRecord, vector_key
@@ -528,11 +528,7 @@ def term_clause(term: str, params: LexicalParams, weight: float = 1.0) -> Q.Quer
 def _segment_ids(s: Searcher) -> tuple[str, ...]:
     reader = s.reader()
     leaves = reader.leaf_readers() if hasattr(reader, "leaf_readers") else [(reader, 0)]
-    out = []
-    for leaf, _ in leaves:
-        seg = leaf.segment() if hasattr(leaf, "segment") else None
-        out.append(seg.segment_id() if seg is not None else f"mem{id(leaf)}")
-    return tuple(out)
+    return tuple(segment_id_of(leaf) for leaf, _ in leaves)
 
 
 class LexicalIndex:
@@ -723,8 +719,7 @@ class LexicalIndex:
         live: set[str] = set()
         with self._lock:
             for leaf, _offset in leaves:
-                seg = leaf.segment() if hasattr(leaf, "segment") else None
-                seg_id = seg.segment_id() if seg is not None else f"mem{id(leaf)}"
+                seg_id = segment_id_of(leaf)
                 live.add(seg_id)
                 cached = self._keys_cache.get(seg_id)
                 if cached is None:
@@ -740,7 +735,7 @@ class LexicalIndex:
                         count=len(seg_keys),
                     )
                     cached = (seg_keys, seg_vkeys)
-                    if seg is not None:
+                    if not seg_id.startswith("mem"):
                         self._segments_cache.write(
                             seg_id, {"keys": seg_keys, "vkeys": seg_vkeys.astype(np.uint64)}
                         )
