@@ -63,7 +63,13 @@ def _truncate_whoosh_postings(idx: Path) -> None:
 
 
 def _garbage_usearch(idx: Path) -> None:
-    (idx / "vectors.usearch").write_bytes(os.urandom(4096))
+    # (a small workspace's vectors are still in the manifest's log: no shard saved yet)
+    folder = idx / "vectors"
+    folder.mkdir(exist_ok=True)
+    (folder / "shards.json").write_text('{"shards": ["damaged.usearch"]}')
+    for f in folder.glob("*.usearch"):
+        f.write_bytes(os.urandom(4096))
+    (folder / "damaged.usearch").write_bytes(os.urandom(4096))
 
 
 CASES = {

@@ -81,11 +81,11 @@ def test_removed_section_and_file_leave_both_indexes(
     e = engine_for(ws, tmp_path / "idx", fake_embedder)
     e.sync()
     third = vector_key("notes:third#0")
-    assert third in e.indexer.vectors.index
+    assert third in e.indexer.vectors
     (ws / "notes.md").write_text(THREE_SECTIONS.split("## Third")[0])
     r = e.sync()
     assert r.embedded == 0 and r.chunks == 4
-    assert third not in e.indexer.vectors.index
+    assert third not in e.indexer.vectors
     assert e.search("cherries", mode="keyword").total_results == 0
     (ws / "sub" / "other.md").unlink()
     r = e.sync()
@@ -191,7 +191,8 @@ def test_corrupt_or_missing_index_files_are_rebuilt(
     e = engine_for(ws, idx, fake_embedder)
     e.sync()
     e.close()
-    (idx / "vectors.usearch").write_bytes(b"garbage")
+    (idx / "vectors").mkdir(exist_ok=True)
+    (idx / "vectors" / "shards.json").write_bytes(b"garbage")
     for f in (idx / "whoosh").glob("*.seg"):
         f.write_bytes(b"garbage")
     for f in (idx / "whoosh").glob("_MAIN_*.toc"):
@@ -336,6 +337,13 @@ def test_bulk_writes_use_the_multiprocess_writer_with_the_same_results(
     bulk.close()
 
 
+def _vector_files(idx: Path) -> dict[str, tuple[int, int]]:
+    """Each file of the vector index folder: (inode, mtime)."""
+    return {
+        f.name: (f.stat().st_ino, f.stat().st_mtime_ns) for f in (idx / "vectors").iterdir()
+    }
+
+
 def test_an_edit_does_not_rewrite_the_vector_file(
     ws: Path, tmp_path: Path, fake_embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:  # type: ignore[no-untyped-def]
@@ -347,11 +355,11 @@ def test_an_edit_does_not_rewrite_the_vector_file(
     writer.sync()  # (a first index is folded into the file at once)
     monkeypatch.setattr("tui_search.core.index.LOG_FOLD_MIN", 10**6)
     reader = engine_for(ws, idx, fake_embedder)  # as another process would
-    before = (idx / "vectors.usearch").stat()
+    before = _vector_files(idx)
     (ws / "notes.md").write_text(THREE_SECTIONS.replace("apples", "kumquats"))
     assert writer.sync().embedded == 1
-    after = (idx / "vectors.usearch").stat()
-    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    after = _vector_files(idx)
+    assert after == before
     assert writer.index.store.vector_log_size() > 0
     # the reader's vector index catches up from the log: same vectors as the manifest
     reader.index.refresh()
@@ -364,13 +372,37 @@ def test_an_edit_does_not_rewrite_the_vector_file(
     (ws / "notes.md").write_text(THREE_SECTIONS.replace("apples", "limes"))
     writer.sync()
     assert writer.index.store.vector_log_size() == 0
-    assert (idx / "vectors.usearch").stat().st_mtime_ns != after.st_mtime_ns
+    assert _vector_files(idx) != after
     writer.close()
     reader.close()
     fresh = engine_for(ws, idx, fake_embedder)
     assert len(fresh.index.vectors) == 5 and not fresh.indexer.repaired
     assert fresh.search("limes", mode="semantic").hits
     fresh.close()
+
+
+def test_an_index_of_the_single_file_layout_is_adopted_not_rebuilt(
+    ws: Path, tmp_path: Path, fake_embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    """An index saved before the shards (one ``vectors.usearch``) keeps its vectors: the file
+    becomes the first shard; nothing is embedded or rebuilt."""
+    idx = tmp_path / "idx"
+    monkeypatch.setattr("tui_search.core.index.LOG_FOLD_MIN", 0)
+    e = engine_for(ws, idx, fake_embedder)
+    e.sync()
+    want = [h.key for h in e.search("apples", mode="semantic").hits]
+    e.close()
+    (shard,) = (idx / "vectors").glob("*.usearch")
+    os.replace(shard, idx / "vectors.usearch")
+    shutil.rmtree(idx / "vectors")
+    again = engine_for(ws, idx, fake_embedder)
+    assert not again.indexer.repaired
+    assert not (idx / "vectors.usearch").exists() and (idx / "vectors" / "shards.json").exists()
+    assert len(again.index.vectors) == 5
+    assert [h.key for h in again.search("apples", mode="semantic").hits] == want
+    calls = fake_embedder.texts_embedded
+    assert again.sync().embedded == 0 and fake_embedder.texts_embedded == calls
+    again.close()
 
 
 def test_files_stamp_moves_with_every_file_change_only(

@@ -4,7 +4,7 @@ Layout of an index folder::
 
     manifest.sqlite   the source of truth (files, chunks, vectors, token ids; see ``store``)
     whoosh/           the full-text index, derived from the manifest (``lexical``)
-    vectors.usearch   the vector index, derived from the manifest (``vectors``)
+    vectors/          the vector index in shards, derived from the manifest (``vectors``)
     writer.lock       held by the one process that writes
 
 :class:`SearchIndex` opens the three parts, repairs what a crash or another version left
@@ -27,20 +27,20 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from tui_search.core.embedding import Embedder
 from tui_search.core.errors import IndexBusyError, IndexError_
 from tui_search.core.lexical import LexicalIndex, LexicalParams
 from tui_search.core.store import SchemaMismatch, Store
-from tui_search.core.vectors import VectorIndex
+from tui_search.core.vectors import LIST_FILE, VectorIndex, adopt_file
 
 if TYPE_CHECKING:
     from tui_search.core.graph import LinkGraph
 
 MANIFEST = "manifest.sqlite"
 WHOOSH_DIR = "whoosh"
-VECTORS_FILE = "vectors.usearch"
+VECTORS_DIR = "vectors"
+#: The single vector file of versions before the shards: adopted as the first shard.
+LEGACY_VECTORS_FILE = "vectors.usearch"
 LOCK_FILE = "writer.lock"
 #: The vector log is folded into the vector file when it holds more entries than this, or
 #: than 2% of the vectors (so a one-section edit never rewrites the whole file).
@@ -145,8 +145,7 @@ class SearchIndex:
                     with contextlib.suppress(FileNotFoundError):
                         os.remove(str(path) + suffix)
                 shutil.rmtree(self.index_dir / WHOOSH_DIR, ignore_errors=True)
-                with contextlib.suppress(FileNotFoundError):
-                    (self.index_dir / VECTORS_FILE).unlink()
+                self._remove_vector_files()
                 self.repaired.append(f"{why}; rebuilding it from the workspace")
                 return Store(path)
 
@@ -161,36 +160,52 @@ class SearchIndex:
                 lex.write([], self.store.iter_chunks())
             return lex
 
+    def _remove_vector_files(self) -> None:
+        shutil.rmtree(self.index_dir / VECTORS_DIR, ignore_errors=True)
+        with contextlib.suppress(FileNotFoundError):
+            (self.index_dir / LEGACY_VECTORS_FILE).unlink()
+
+    def _adopt_legacy_vectors(self, folder: Path) -> None:
+        """An index made before the shards: its one vector file becomes the first shard."""
+        legacy = self.index_dir / LEGACY_VECTORS_FILE
+        if not legacy.exists() or (folder / LIST_FILE).exists():
+            return
+        with self.lock.hold():
+            if not legacy.exists() or (folder / LIST_FILE).exists():
+                return  # another process did it meanwhile
+            adopt_file(folder, legacy)
+
     def _open_vectors(self) -> VectorIndex:
-        path = self.index_dir / VECTORS_FILE
+        folder = self.index_dir / VECTORS_DIR
         fingerprint = self.store.get_meta("model")
         if fingerprint is not None and fingerprint != self.embedder.fingerprint:
             # a different model: every vector must be made again
             with self.lock.hold():
                 self.store.forget_vectors(self.embedder.fingerprint)
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
+                self._remove_vector_files()
             self.repaired.append("the embedding model changed; all chunks will be embedded again")
         elif fingerprint is None:
             self.store.set_meta("model", self.embedder.fingerprint)
         try:
-            return VectorIndex(path, self.embedder.dim)
-        except IndexError_ as exc:
+            self._adopt_legacy_vectors(folder)
+            return VectorIndex(folder, self.embedder.dim)
+        except (IndexError_, OSError) as exc:
             self.repaired.append(f"{exc}; rebuilt from the manifest")
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
-            vi = VectorIndex(path, self.embedder.dim)
+            with self.lock.hold():
+                self._remove_vector_files()
+            vi = VectorIndex(folder, self.embedder.dim)
             self.rebuild_vectors(vi)
             return vi
 
     def rebuild_vectors(self, vi: VectorIndex | None = None) -> None:
-        """Make the vector index again from the manifest's vectors."""
+        """Make the vector index again from the manifest's vectors (a shard in memory at a
+        time)."""
         vi = vi if vi is not None else self.vectors
         with self.lock.hold():
             top, _ = self.store.vector_log_since(0)
             vi.clear()
             for keys, vecs in self.store.iter_vectors():
-                vi.index.add(keys, vecs)
+                vi.upsert(keys, vecs)
             vi.save()
             self.store.vectors_saved(top)
             self._vectors_seq = top
@@ -233,13 +248,7 @@ class SearchIndex:
             top, vkeys = self.store.vector_log_since(self._vectors_seq)
             if vkeys:
                 current = self.store.vectors_for(vkeys)
-                gone = [v for v in vkeys if v not in current]
-                self.vectors.remove(gone)
-                if current:
-                    keys = list(current)
-                    self.vectors.upsert(
-                        np.asarray(keys, dtype=np.uint64), np.stack([current[k] for k in keys])
-                    )
+                self.vectors.replay(current, [v for v in vkeys if v not in current])
             self._vectors_seq = max(self._vectors_seq, top)
 
     @property
