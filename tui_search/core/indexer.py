@@ -25,6 +25,7 @@ from tui_search.core.chunking import Chunk, doc_id_for
 from tui_search.core.embedding import Embedder, TokenEmbedder
 from tui_search.core.index import SearchIndex, WriterLock
 from tui_search.core.lexical import LexicalIndex
+from tui_search.core.memory import TRIM_AFTER_CHUNKS, release_free_memory
 from tui_search.core.parse_jobs import ParseJob, run_jobs
 from tui_search.core.store import ChunkRecord, FileRecord, Store, vector_key
 from tui_search.core.vectors import VectorIndex
@@ -487,6 +488,8 @@ class Indexer:
             else:
                 self.store.clear_dirty(conn)
         self.index.vectors_written()
+        if len(new_chunks) + len(missing) >= TRIM_AFTER_CHUNKS:
+            release_free_memory()  # a batch's garbage, or indexing memory grows with the workspace
         report.changed_files.extend(changed_paths)
         report.removed_files.extend(removed)
         report.removed += len(removed)
