@@ -152,6 +152,26 @@ def _idf(doc_count: int, df: int) -> float:
     return math.log(doc_count / (df + 1)) + 1.0
 
 
+class _Growing:
+    """A flat array appended to in place (its capacity doubles when full)."""
+
+    def __init__(self, dtype: type) -> None:
+        self._data: np.ndarray = np.empty(1024, dtype=dtype)
+        self.size = 0
+
+    def extend(self, values: np.ndarray) -> None:
+        end = self.size + len(values)
+        if end > len(self._data):
+            grown = np.empty(max(end, 2 * len(self._data)), dtype=self._data.dtype)
+            grown[: self.size] = self._data[: self.size]
+            self._data = grown
+        self._data[self.size : end] = values
+        self.size = end
+
+    def array(self) -> np.ndarray:
+        return self._data[: self.size]
+
+
 class FastBM25:
     """BM25F over one Whoosh searcher's segments; caches per-segment arrays by segment id."""
 
@@ -326,28 +346,28 @@ class FastBM25:
         process) or a weight is not exact in float32: the table is then not saved."""
         try:
             terms: list[str] = []
-            offsets_list = [0]
-            id_parts, weight_parts = [], []
+            offsets = [0]
+            # (flat growing buffers, not an array per term: a field of a large segment has
+            # a million terms, whose per-array overhead was most of indexing's peak memory)
+            ids, weights = _Growing(np.int32), _Growing(np.float64)
             for i, (term, post) in enumerate(self._field_postings(leaf, name)):
                 if i % 8 == 0:
                     self._step_aside()
                 if post is None:
                     return None  # a listed term always has postings: the read failed
                 terms.append(term)
-                id_parts.append(post[0].astype(np.int32))
-                weight_parts.append(post[1])
-                offsets_list.append(offsets_list[-1] + len(post[0]))
+                ids.extend(post[0])
+                weights.extend(post[1])
+                offsets.append(ids.size)
             if any(a >= b for a, b in zip(terms, terms[1:], strict=False)):
                 return None  # (not in order: a binary search could not find them)
-            offsets = np.asarray(offsets_list, dtype=np.int64)
         except Exception:  # noqa: BLE001 - a table is only a faster copy: never fail a write
             return None
-        ids = np.concatenate(id_parts) if id_parts else np.zeros(0, dtype=np.int32)
-        weights = np.concatenate(weight_parts) if weight_parts else np.zeros(0, dtype=np.float64)
-        weights32 = weights.astype(np.float32)
-        if not np.array_equal(weights32, weights):
+        weights64 = weights.array()
+        weights32 = weights64.astype(np.float32)
+        if not np.array_equal(weights32, weights64):
             return None
-        return terms, offsets, ids, weights32
+        return terms, np.asarray(offsets, dtype=np.int64), ids.array(), weights32
 
     def _cached_postings(
         self, seg: _Segment, field: str, text: str
