@@ -339,9 +339,7 @@ def test_bulk_writes_use_the_multiprocess_writer_with_the_same_results(
 
 def _vector_files(idx: Path) -> dict[str, tuple[int, int]]:
     """Each file of the vector index folder: (inode, mtime)."""
-    return {
-        f.name: (f.stat().st_ino, f.stat().st_mtime_ns) for f in (idx / "vectors").iterdir()
-    }
+    return {f.name: (f.stat().st_ino, f.stat().st_mtime_ns) for f in (idx / "vectors").iterdir()}
 
 
 def test_an_edit_does_not_rewrite_the_vector_file(
