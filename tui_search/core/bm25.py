@@ -137,10 +137,20 @@ def _length_bytes(column: Any, n: int) -> np.ndarray:
     return np.fromiter((column[i] for i in range(n)), dtype=np.uint8, count=n)
 
 
+#: Prefix of the id given to an in-memory reader without a segment (Whoosh's segment ids are
+#: letters and digits, so none starts with it).
+MEMORY_SEGMENT = "mem:"
+
+
 def segment_id_of(leaf: Any) -> str:
     """A leaf reader's segment id (an in-memory reader without a segment: one of its own)."""
     seg = leaf.segment() if hasattr(leaf, "segment") else None
-    return str(seg.segment_id()) if seg is not None else f"mem{id(leaf)}"
+    return str(seg.segment_id()) if seg is not None else f"{MEMORY_SEGMENT}{id(leaf)}"
+
+
+def on_disk(seg_id: str) -> bool:
+    """Whether a segment is saved (its tables can be kept beside it)."""
+    return not seg_id.startswith(MEMORY_SEGMENT)
 
 
 #: Longest a step of decoding postings tables waits for running searches (seconds).
@@ -240,7 +250,7 @@ class FastBM25:
         if field in seg.tables:
             return seg.tables[field]
         table = None
-        if self._disk is not None and not seg.seg_id.startswith("mem"):
+        if self._disk is not None and on_disk(seg.seg_id):
             name = f"postings-{field}"
             terms = self._disk.read_strings(seg.seg_id, f"{name}.terms")
             if terms is not None:
@@ -502,7 +512,7 @@ class FastBM25:
         """Local docnum -> the segment's file ordinal, from the postings of ``file_field``
         (one term per file); read once per segment (a segment never changes)."""
         if seg.file_local is None or seg.file_names is None:
-            if self._disk is not None and not seg.seg_id.startswith("mem"):
+            if self._disk is not None and on_disk(seg.seg_id):
                 names_read = self._disk.read_strings(seg.seg_id, f"{file_field}-names")
                 local_read = self._disk.read_array(
                     seg.seg_id, f"{file_field}-of", np.int32, seg.doc_count_all
@@ -524,7 +534,7 @@ class FastBM25:
                             local[post[0]] = len(names)
                             names.append(name)
             seg.file_local, seg.file_names = local, names
-            if self._disk is not None and not seg.seg_id.startswith("mem"):
+            if self._disk is not None and on_disk(seg.seg_id):
                 self._disk.write(
                     seg.seg_id,
                     {f"{file_field}-names": names, f"{file_field}-of": local.astype(np.int32)},

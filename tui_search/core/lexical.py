@@ -45,7 +45,7 @@ from whoosh.system import pack_uint
 
 from tui_search.config import Settings
 from tui_search.core import whoosh_files
-from tui_search.core.bm25 import FastBM25, flatten_disjunction, segment_id_of
+from tui_search.core.bm25 import FastBM25, flatten_disjunction, on_disk, segment_id_of
 from tui_search.core.errors import IndexError_
 from tui_search.core.segcache import SegmentCache
 from tui_search.core.store import ChunkRecord, vector_key
@@ -735,7 +735,7 @@ class LexicalIndex:
                         count=len(seg_keys),
                     )
                     cached = (seg_keys, seg_vkeys)
-                    if not seg_id.startswith("mem"):
+                    if on_disk(seg_id):
                         self._segments_cache.write(
                             seg_id, {"keys": seg_keys, "vkeys": seg_vkeys.astype(np.uint64)}
                         )

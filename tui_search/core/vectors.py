@@ -354,6 +354,15 @@ class VectorIndex:
                         path.unlink()
 
     # -- reads ----------------------------------------------------------------------------
+    def _parts(self) -> list[tuple[Index, set[int]]]:
+        """Every index holding vectors, with the keys whose copy there is stale: the overlay,
+        the tail, the mapped shards (under the lock). A key is current in one of them only."""
+        parts: list[tuple[Index, set[int]]] = [(self._overlay, set())]
+        if self._tail is not None:
+            parts.append((self._tail, set()))
+        parts.extend((s.index, s.stale) for s in self._shards)
+        return parts
+
     def get(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(the keys found, their vectors as float32 rows), in the order asked."""
         keys = np.asarray(keys, dtype=np.uint64)
@@ -362,11 +371,7 @@ class VectorIndex:
         with self._lock:
             if len(keys) == 0:
                 return keys, rows
-            parts: list[tuple[Index, set[int]]] = [(self._overlay, set())]
-            if self._tail is not None:
-                parts.append((self._tail, set()))
-            parts.extend((s.index, s.stale) for s in self._shards)
-            for index, stale in parts:
+            for index, stale in self._parts():
                 todo = np.flatnonzero(~found)
                 if len(todo) == 0 or len(index) == 0:
                     continue
@@ -418,11 +423,7 @@ class VectorIndex:
             # all, exactly and reproducibly (2,000 x 640 dims is well under a millisecond).
             exact = n <= EXACT_MAX_VECTORS or k >= EXACT_SHARE * n
             hits: list[tuple[int, float]] = []
-            parts: list[tuple[Index, set[int]]] = [(s.index, s.stale) for s in self._shards]
-            if self._tail is not None:
-                parts.append((self._tail, set()))
-            parts.append((self._overlay, set()))
-            for index, stale in parts:
+            for index, stale in self._parts():
                 size = len(index)
                 if size == 0:
                     continue
