@@ -49,6 +49,7 @@ from tui_search.core.bm25 import FastBM25, flatten_disjunction, on_disk, segment
 from tui_search.core.errors import IndexError_
 from tui_search.core.segcache import SegmentCache
 from tui_search.core.store import ChunkRecord, vector_key
+from tui_search.core.whoosh_writing import IsolatedMpWriter, merge_bounded
 
 #: Writes of at least this many chunks use Whoosh's multi-process writer.
 BULK_WRITE = 5000
@@ -616,8 +617,12 @@ class LexicalIndex:
         add = list(add)
         if len(add) >= BULK_WRITE and (os.cpu_count() or 1) > 1:
             # a big batch (first index, a branch switch): analyse in parallel processes
-            writer = self.ix.writer(
-                procs=min(os.cpu_count() or 2, 4), limitmb=128, multisegment=True, compound=False
+            writer = IsolatedMpWriter(
+                self.ix,
+                procs=min(os.cpu_count() or 2, 4),
+                limitmb=128,
+                multisegment=True,
+                compound=False,
             )
         else:
             writer = self.ix.writer(limitmb=256, compound=False)
@@ -632,7 +637,7 @@ class LexicalIndex:
                     writer.add_document(**document_fields(c))
                 else:
                     writer.update_document(**document_fields(c))
-            writer.commit()
+            writer.commit(mergetype=merge_bounded)
         except BaseException:
             writer.cancel()
             raise
