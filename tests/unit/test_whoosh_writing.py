@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -121,3 +124,36 @@ def test_the_bulk_writer_processes_are_not_forked_from_the_indexing_process(
     )
     bulk.close()
     single.close()
+
+
+def test_a_script_without_a_main_guard_can_bulk_write(tmp_path: Path) -> None:
+    """The writer processes do not run the program's main script again: a script that writes
+    at its top level (no ``if __name__ == "__main__"``) writes once."""
+    script = tmp_path / "index_at_top_level.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            from pathlib import Path
+            from tui_search.core import lexical
+            from tui_search.core.lexical import LexicalIndex
+            from tui_search.core.store import ChunkRecord
+
+            lexical.BULK_WRITE = 10
+            print("top level ran", flush=True)
+            index = LexicalIndex(Path({str(tmp_path / "idx")!r}))
+            index.write([], [
+                ChunkRecord(key=f"n{{i}}.md:s", vkey=i, section_id=f"n{{i}}:s", chunk_index=0,
+                            doc=f"n{{i}}", file_path=f"n{{i}}.md", title="t", heading="h",
+                            heading_path=("h",), level=1, line_start=1, line_end=2,
+                            content=f"words {{i}}", tags=(), content_hash=str(i))
+                for i in range(200)
+            ])
+            print("documents", index.doc_count(), flush=True)
+            """
+        )
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["top level ran", "documents 200"], done.stderr

@@ -21,12 +21,20 @@ the indexing process, so each one starts as a copy-on-write image of that proces
 for as long as they run, and the more of it they touch, the more is copied. They are started
 here from a small server process instead (``forkserver``; ``spawn`` where there is none), which
 has imported the full-text modules and nothing else, so a writer's memory is its own work.
+Such a process would first run the program's main script again (``multiprocessing`` does, so
+that the script's functions can be unpickled), which breaks a script that indexes at its top
+level without an ``if __name__ == "__main__"`` guard; a writer needs nothing from the script,
+so it is started without it (``_without_main``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import multiprocessing
+import threading
+from collections.abc import Iterator
+from multiprocessing import spawn
 from multiprocessing.context import BaseContext
 from typing import Any
 
@@ -73,12 +81,37 @@ def writer_context() -> BaseContext:
     return multiprocessing.get_context("spawn")
 
 
+_PREPARATION_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _without_main() -> Iterator[None]:
+    """While a process starts: what ``multiprocessing`` sends it to prepare names neither the
+    main script nor the main module, so it imports neither."""
+    original = spawn.get_preparation_data
+
+    def preparation_data(name: str) -> dict[str, Any]:
+        data: dict[str, Any] = original(name)
+        data.pop("init_main_from_path", None)
+        data.pop("init_main_from_name", None)
+        return data
+
+    with _PREPARATION_LOCK:
+        spawn.get_preparation_data = preparation_data
+        try:
+            yield
+        finally:
+            spawn.get_preparation_data = original
+
+
 class _WriterProcess(SubWriterTask):
-    """Whoosh's writer process, started from ``writer_context()`` instead of the default."""
+    """Whoosh's writer process, started from ``writer_context()`` instead of the default, and
+    without the main script."""
 
     @staticmethod
     def _Popen(process_obj: Any) -> Any:  # noqa: N802 - multiprocessing's hook
-        return writer_context().Process._Popen(process_obj)  # type: ignore[attr-defined]
+        with _without_main():
+            return writer_context().Process._Popen(process_obj)  # type: ignore[attr-defined]
 
 
 class IsolatedMpWriter(MpWriter):
