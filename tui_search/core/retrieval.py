@@ -154,9 +154,11 @@ def match_path_glob(glob: str, paths: list[str]) -> list[str]:
 
 @dataclass
 class _Compiler:
-    """The query tree -> Whoosh queries, filters resolved with the link graph."""
+    """The query tree -> Whoosh queries, filters resolved with the indexed paths (``path:``,
+    ``in:``) and the link graph (the others; it is made only when a query needs it)."""
 
     graph_source: Callable[[], LinkGraph]
+    paths_source: Callable[[], Iterable[str]]
     params: LexicalParams
     depth: int
     warnings: list[str] = field(default_factory=list)
@@ -214,10 +216,10 @@ class _Compiler:
         if f.name == "tag":
             tag = v.lstrip("#").strip().lower()
             return Q.Or([Q.Term("tags", tag), Q.Prefix("tags", tag.rstrip("/") + "/")])
-        paths = self.graph.documents
         if f.name == "path":
-            return _paths_query(match_path_glob(v, paths))
+            return _paths_query(match_path_glob(v, list(self.paths_source())))
         if f.name == "in":
+            paths = list(self.paths_source())
             folder = v.strip().strip("/")
             if folder in ("", "."):
                 return _paths_query(paths)
@@ -341,7 +343,7 @@ def compile_tree(
 ) -> tuple[Q.Query | None, Q.Query | None]:
     """The Whoosh queries of a query tree: the exact (scored) one and the relaxed filter that
     restricts every arm (``None`` = no restriction)."""
-    c = _Compiler(graph_source, params, depth)
+    c = _Compiler(graph_source, lambda: graph_source().documents, params, depth)
     return c.exact(tree), c.sup(tree)
 
 
@@ -496,7 +498,9 @@ class Retriever:
     def rank(self, plan: QueryPlan, mode: Mode, fusion: FusionParams) -> Ranking:
         snap = self.index.lexical.snapshot()
         store = self.index.store
-        c = _Compiler(self.index.graph, self.params, plan.depth)
+        c = _Compiler(
+            self.index.graph, lambda: self.index.doc_paths().values(), self.params, plan.depth
+        )
         # every filter, once, as one mask of allowed documents
         allowed: np.ndarray | None = None
         if plan.tree is not None:
