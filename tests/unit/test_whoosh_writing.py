@@ -45,12 +45,23 @@ def test_five_small_segments_merge(ix) -> None:  # type: ignore[no-untyped-def]
 
 def test_no_merge_past_the_cap(ix, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setattr(whoosh_writing, "SEGMENT_CAP", 9)
+    monkeypatch.setattr(whoosh_writing, "MAX_SEGMENTS", 0)
     for n in range(6):
         _commit(ix, [f"d{n}", f"e{n}"])
     assert _sizes(ix) == [2, 2, 2, 2, 2, 2]  # five of two hold 10 > 9
     monkeypatch.setattr(whoosh_writing, "SEGMENT_CAP", 10)
     _commit(ix, ["f"])
     assert _sizes(ix) == [2, 11]
+
+
+def test_larger_merges_wait_for_many_segments(ix, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(whoosh_writing, "SMALL_MERGE", 3)
+    monkeypatch.setattr(whoosh_writing, "MAX_SEGMENTS", 6)
+    for n in range(7):
+        _commit(ix, [f"d{n}"])
+    assert _sizes(ix) == [1] * 7  # five hold 5 > 3, and six segments are not more than six
+    _commit(ix, ["e"])  # seven are
+    assert _sizes(ix) == [1, 1, 6]
 
 
 def test_a_large_segment_is_not_rewritten_for_small_ones(ix) -> None:  # type: ignore[no-untyped-def]

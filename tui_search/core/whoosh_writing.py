@@ -3,15 +3,29 @@
 **Merging.** Whoosh's ``MERGE_SMALL`` merges the smallest segments once a prefix of them is
 small against a Fibonacci bound. Segments of 10,000 chunks (what each writer process makes of a
 20,000-chunk batch) never are, until about 25 of them pile up, and then they all merge into one:
-at 275k chunks a 229k-chunk segment, made in the indexing process in 270 s with 462 MB. Here the
-``MERGE_FANIN`` smallest segments merge when
+at 275k chunks a 229k-chunk segment, made in the indexing process in 270 s with 462 MB.
+
+A merge is Whoosh reading every posting again in Python, about 0.6 ms a chunk, while each
+segment adds a little to every search (a term looked up once more per field). Measured on the
+PowerShell docs (PowerShell x4 = four varied copies), merging the writers' 10k-chunk segments
+five at a time:
+
+| | cold index | segments | search p95 flat / grouped / filters |
+|---|---|---|---|
+| 69k chunks, merged / not merged | 129 s / 88 s | 4 / 8 | 34 / 43 / 53 ms / 36 / 47 / 58 ms |
+| 275k chunks, merged / not merged | 603 s / 354 s | 8 / 28 | 58 / 62 / 109 ms / 65 / 77 / 129 ms |
+
+So large merges wait until there are many segments. The ``MERGE_FANIN`` smallest segments
+merge when
 - together they hold at most ``SEGMENT_CAP`` live chunks: a merge reads a bounded amount, and
   the new segment holds that and the commit's own chunks (none in a bulk write, where the
   writer processes make their own segments; fewer than ``lexical.BULK_WRITE`` otherwise);
 - the largest of them holds at most as many as the others together: one segment is not
   rewritten for the sake of a few much smaller ones (a saved edit makes a one-chunk segment;
   five of those merge with each other, not into the 4,000-chunk segment beside them), so a
-  chunk is rewritten about once per five-fold growth of its segment.
+  chunk is rewritten about once per five-fold growth of its segment;
+- and they are small (``SMALL_MERGE`` chunks together: the saved edits' segments, merged as
+  they come), or the index has more than ``MAX_SEGMENTS`` segments.
 Otherwise nothing merges. Sizes count live chunks, so a segment emptied by deletions is merged
 away with the small ones, and one with none left is dropped.
 
@@ -46,6 +60,10 @@ from whoosh.reading import SegmentReader
 
 #: A merge never reads more live chunks than this.
 SEGMENT_CAP = 65_536
+#: Segments holding at most this many live chunks together merge whatever their number.
+SMALL_MERGE = 4_096
+#: Past this many segments, larger merges too (up to ``SEGMENT_CAP``): about 15 ms of search p95.
+MAX_SEGMENTS = 32
 #: How many of the smallest segments merge at once (Whoosh's ``MERGE_SMALL`` waits for five too).
 MERGE_FANIN = 5
 #: What the writer processes' server imports once, so that a writer process starts ready: the
@@ -55,11 +73,15 @@ WRITER_PRELOAD = ["tui_search.core.lexical"]
 
 def merge_bounded(writer: Any, segments: list[Any]) -> list[Any]:
     """A Whoosh merge policy: merge the ``MERGE_FANIN`` smallest segments (by live chunks) into
-    ``writer`` when together they hold at most ``SEGMENT_CAP`` and the largest of them at most
-    half; drop segments with none live. Returns the segments kept as they are."""
+    ``writer`` when together they hold at most ``SEGMENT_CAP``, the largest of them at most
+    half, and either at most ``SMALL_MERGE`` or the index has more than ``MAX_SEGMENTS``
+    segments; drop segments with none live. Returns the segments kept as they are."""
     live = sorted((s for s in segments if s.doc_count() > 0), key=lambda s: s.doc_count())
     sizes = [s.doc_count() for s in live[:MERGE_FANIN]]
-    if len(sizes) < MERGE_FANIN or sum(sizes) > SEGMENT_CAP or 2 * sizes[-1] > sum(sizes):
+    if len(sizes) < MERGE_FANIN or 2 * sizes[-1] > sum(sizes):
+        return live
+    total = sum(sizes)
+    if total > SEGMENT_CAP or (total > SMALL_MERGE and len(live) <= MAX_SEGMENTS):
         return live
     for segment in live[:MERGE_FANIN]:
         reader = SegmentReader(writer.storage, writer.schema, segment)
