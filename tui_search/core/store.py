@@ -116,7 +116,7 @@ class SchemaMismatch(sqlite3.DatabaseError):
     """The manifest was written by another version of tui-search."""
 
 
-@lru_cache(maxsize=200_000)
+@lru_cache(maxsize=16_384)  # a search's candidates; 200,000 held ~40 MB in any long-lived process
 def vector_key(chunk_key: str) -> int:
     """A stable 63-bit integer key for usearch, derived from the chunk key."""
     digest = hashlib.blake2b(chunk_key.encode("utf-8", "surrogatepass"), digest_size=8).digest()
