@@ -49,7 +49,6 @@ from tui_search.core.bm25 import FastBM25, flatten_disjunction, on_disk, segment
 from tui_search.core.errors import IndexError_
 from tui_search.core.segcache import SegmentCache
 from tui_search.core.store import ChunkRecord, vector_key
-from tui_search.core.whoosh_writing import IsolatedMpWriter, merge_bounded
 
 #: Writes of at least this many chunks use Whoosh's multi-process writer.
 BULK_WRITE = 5000
@@ -614,6 +613,9 @@ class LexicalIndex:
     ) -> None:
         """Delete every chunk of ``delete_paths`` and the ``delete_keys``, then add or
         replace (by key) the chunks in ``add``; one commit."""
+        # (here, not at the top: a search process never imports multiprocessing, ~9 ms)
+        from tui_search.core.whoosh_writing import IsolatedMpWriter, merge_bounded
+
         add = list(add)
         if len(add) >= BULK_WRITE and (os.cpu_count() or 1) > 1:
             # a big batch (first index, a branch switch): analyse in parallel processes
