@@ -45,7 +45,7 @@ def test_five_small_segments_merge(ix) -> None:  # type: ignore[no-untyped-def]
 
 def test_no_merge_past_the_cap(ix, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setattr(whoosh_writing, "SEGMENT_CAP", 9)
-    monkeypatch.setattr(whoosh_writing, "MAX_SEGMENTS", 0)
+    monkeypatch.setattr(whoosh_writing, "MAX_SEGMENTS", 0)  # large merges allowed: the cap decides
     for n in range(6):
         _commit(ix, [f"d{n}", f"e{n}"])
     assert _sizes(ix) == [2, 2, 2, 2, 2, 2]  # five of two hold 10 > 9
