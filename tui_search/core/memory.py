@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import sys
 from collections.abc import Callable
 
@@ -18,21 +19,17 @@ from collections.abc import Callable
 #: milliseconds, not worth it after a one-section edit).
 TRIM_AFTER_CHUNKS = 2_000
 
-_trim: Callable[[int], int] | None = None
-_loaded = False
 
-
+@functools.cache
 def _malloc_trim() -> Callable[[int], int] | None:
-    global _trim, _loaded
-    if not _loaded:
-        _loaded = True
-        if sys.platform.startswith("linux"):
-            try:
-                libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-                _trim = libc.malloc_trim
-            except (OSError, AttributeError):  # not glibc (musl has no malloc_trim)
-                _trim = None
-    return _trim
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        trim: Callable[[int], int] = libc.malloc_trim
+        return trim
+    except (OSError, AttributeError):  # not glibc (musl has no malloc_trim)
+        return None
 
 
 def release_free_memory() -> bool:

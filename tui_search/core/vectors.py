@@ -388,16 +388,13 @@ class VectorIndex:
         return keys[found], rows[found]
 
     def _all_keys(self) -> np.ndarray:
-        parts = [np.zeros(0, dtype=np.uint64)] + [
-            np.asarray(index.keys, dtype=np.uint64)
-            for index in (self._overlay, self._tail)
-            if index is not None and len(index)
-        ]
-        for shard in self._shards:
-            keys = np.asarray(shard.index.keys, dtype=np.uint64)
-            if shard.stale:
-                stale = np.fromiter(shard.stale, dtype=np.uint64, count=len(shard.stale))
-                keys = keys[~np.isin(keys, stale)]
+        parts = [np.zeros(0, dtype=np.uint64)]
+        for index, stale in self._parts():
+            if not len(index):
+                continue
+            keys = np.asarray(index.keys, dtype=np.uint64)
+            if stale:
+                keys = keys[~np.isin(keys, np.fromiter(stale, dtype=np.uint64, count=len(stale)))]
             parts.append(keys)
         return np.unique(np.concatenate(parts))
 
