@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -12,12 +13,18 @@ from tui_search.config import Settings
 from tui_search.core.engine import SearchEngine
 from tui_search.core.errors import DatasetError
 from tui_search.core.evaluation import (
+    NDCG_K,
+    RECALL_K,
+    QueryTrace,
     beir_markdown,
     file_name_for,
+    judged_units,
     load_qrels,
     run_evaluation,
 )
 from tui_search.core.indexer import Progress
+from tui_search.core.metrics import ndcg_at_k
+from tui_search.core.ranking import FusionParams, refuse
 
 SAMPLE_EVAL = Path(__file__).resolve().parents[1] / "data" / "sample_eval"
 
@@ -234,6 +241,37 @@ def test_sample_workspace_eval_with_shipped_model(
         assert 0.0 <= m["ndcg@10"] <= 1.0 and m["recall@100"] > 0.9
     assert modes["hybrid"]["ndcg@10"] >= modes["keyword"]["ndcg@10"]
     assert modes["hybrid"]["ndcg@10"] >= modes["semantic"]["ndcg@10"]
+
+
+def test_traces_ranked_again_at_the_weights_in_force_give_the_harness_figures(
+    tmp_path: Path,
+) -> None:
+    """Weights are judged offline by ranking each question's fused candidates again
+    (``ranking.refuse`` over ``on_query``'s traces, as ``benchmarks/fusion_levers.py`` does):
+    at the weights in force that must be the harness's ranking and nDCG for every question,
+    with the real model and indexes; other weights must re-rank."""
+    traces: list[QueryTrace] = []
+    settings = Settings(index_dir=tmp_path / "idx")
+    report = run_evaluation(
+        SAMPLE_EVAL, settings=settings, modes=["hybrid"], on_query=traces.append
+    )
+    per_query = report.modes["hybrid"].per_query
+    assert sorted(t.qid for t in traces) == sorted(per_query)
+    in_force = FusionParams.from_settings(settings)
+    for t in traces:
+        scores = [s.score for s in t.ranked]
+        again = refuse(t.ranked, in_force)
+        assert [s.key for s in again] == [s.key for s in t.ranked]
+        assert [s.score for s in t.ranked] == scores  # copies: the trace is not changed
+        units = judged_units((s.key for s in again), t.units, RECALL_K)
+        assert ndcg_at_k(units, t.relevant, NDCG_K) == pytest.approx(per_query[t.qid])
+    keyword_only = dataclasses.replace(in_force, keyword_weight=1.0, document_weight=0.0)
+    moved = [
+        t.qid
+        for t in traces
+        if [s.key for s in refuse(t.ranked, keyword_only)[:10]] != [s.key for s in t.ranked[:10]]
+    ]
+    assert len(moved) >= len(traces) // 2
 
 
 def _small_workspace(root: Path) -> None:

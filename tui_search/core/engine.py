@@ -104,13 +104,7 @@ class SearchEngine:
             long_query_words=settings.long_query_words,
             file_weight=settings.file_weight,
         )
-        self.fusion = fusion_params or FusionParams(
-            keyword_weight=settings.keyword_weight,
-            soft_share=settings.soft_match_share,
-            document_weight=settings.document_weight,
-            file_vector_weight=settings.file_vector_weight,
-            semantic_centering=settings.semantic_centering,
-        )
+        self.fusion = fusion_params or FusionParams.from_settings(settings)
         index_dir = settings.resolved_index_dir
         self.workspace = Workspace(settings.workspace, extra_ignored=(index_dir,))
         self.embedder = embedder if embedder is not None else Model2VecEmbedder(settings.model)

@@ -23,16 +23,19 @@ import hashlib
 import json
 import re
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tui_search.config import Settings, user_cache_dir
 from tui_search.core.errors import DatasetError
 from tui_search.core.indexer import Progress
 from tui_search.core.metrics import mrr_at_k, ndcg_at_k, percentile, recall_at_k
 from tui_search.core.plan import MODES, plan_plain
+
+if TYPE_CHECKING:
+    from tui_search.core.ranking import Scored
 
 #: Bump when the BEIR -> markdown conversion changes (forces the generated workspace to be redone).
 CONVERSION_VERSION = "1"
@@ -41,6 +44,35 @@ MRR_K = 10
 RECALL_K = 100
 
 ProgressFn = Callable[[Progress], None]
+
+
+@dataclass(frozen=True)
+class QueryTrace:
+    """One judged question's ranking as the harness scored it (``run_evaluation``'s
+    ``on_query``): the fused candidates with their arm scores, and the judged unit (file or
+    section id) each candidate counts as. Lets weights be judged offline
+    (``ranking.refuse``, ``benchmarks/fusion_levers.py``)."""
+
+    mode: str
+    qid: str
+    relevant: dict[str, float]
+    ranked: list[Scored]
+    units: dict[str, str]
+
+
+def judged_units(keys: Iterable[str], units: Mapping[str, str], limit: int) -> list[str]:
+    """The distinct judged units of a ranking, in order, at most ``limit``: a unit counts
+    where its best chunk ranks."""
+    out: list[str] = []
+    seen: set[str] = set()
+    for key in keys:
+        unit = units.get(key)
+        if unit is not None and unit not in seen:
+            seen.add(unit)
+            out.append(unit)
+            if len(out) >= limit:
+                break
+    return out
 
 
 @dataclass(frozen=True)
@@ -404,8 +436,10 @@ def run_evaluation(
     split: str = "test",
     progress: ProgressFn | None = None,
     engine_factory: Callable[[Settings], Any] | None = None,
+    on_query: Callable[[QueryTrace], None] | None = None,
 ) -> EvalReport:
-    """Index the dataset (cached), search every judged query in every mode, and score it."""
+    """Index the dataset (cached), search every judged query in every mode, and score it.
+    ``on_query`` receives each question's ranking (``QueryTrace``) as it is scored."""
     from tui_search.core.engine import SearchEngine
 
     emit: ProgressFn = progress or (lambda p: None)
@@ -480,21 +514,15 @@ def run_evaluation(
                 ranked, _ = engine.rank(plan_plain(text), mode)
                 records = engine.records(s.key for s in ranked)
                 times.append((time.perf_counter() - started) * 1000)
-                units: list[str] = []
-                seen: set[str] = set()
-                for s in ranked:
-                    rec = records.get(s.key)
-                    if rec is None:
-                        continue
+                unit_of: dict[str, str] = {}
+                for key, rec in records.items():
                     doc_id = path_to_id.get(rec.file_path)
-                    if doc_id is None:
-                        continue
-                    unit = doc_id if (not by_section or doc_id in relevant) else rec.section_id
-                    if unit not in seen:
-                        seen.add(unit)
-                        units.append(unit)
-                        if len(units) >= RECALL_K:
-                            break
+                    if doc_id is not None:
+                        section_level_unit = by_section and doc_id not in relevant
+                        unit_of[key] = rec.section_id if section_level_unit else doc_id
+                units = judged_units((s.key for s in ranked), unit_of, RECALL_K)
+                if on_query is not None:
+                    on_query(QueryTrace(mode, qid, dict(relevant), list(ranked), unit_of))
                 ndcgs[qid] = ndcg_at_k(units, relevant, NDCG_K)
                 mrrs.append(mrr_at_k(units, relevant, MRR_K))
                 recalls.append(recall_at_k(units, relevant, RECALL_K))

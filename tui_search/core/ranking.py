@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import re
@@ -36,6 +37,16 @@ class FusionParams:
     file_vector_weight: float = Settings.file_vector_weight
     #: Semantic mode: cosines without the index's common direction (``core.centering``).
     semantic_centering: bool = Settings.semantic_centering
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> FusionParams:
+        return cls(
+            keyword_weight=settings.keyword_weight,
+            soft_share=settings.soft_match_share,
+            document_weight=settings.document_weight,
+            file_vector_weight=settings.file_vector_weight,
+            semantic_centering=settings.semantic_centering,
+        )
 
 
 @dataclass(slots=True)
@@ -143,32 +154,69 @@ def fuse(
         elif mode == "semantic":
             weights = (0.0, 1.0)
         else:
-            w = params.keyword_weight
-            if w is None:
-                w = params.keyword_weight_soft if share > 0 else params.keyword_weight_cosine
-            if len(keyword) < params.adaptive_min_hits:
-                w = min(w, params.adaptive_keyword_weight) if keyword else 0.0
+            w = hybrid_keyword_weight(params, len(keyword), soft=share > 0)
             weights = (w, 1.0 - w)
     wk, ws = weights
-    # Min-max puts every query's best candidate at 1; scale by how good that best candidate
-    # really is (raw BM25, raw cosine), so a score means about the same across queries.
-    # Order within a query is unchanged (nDCG is unaffected).
-    best_kw = max((v.keyword for v in table.values()), default=0.0)
-    best_sem = max((v.semantic for v in table.values()), default=0.0)
-    confidence = wk * keyword_confidence(best_kw) + ws * min(max(best_sem, 0.0), 1.0)
-    confidence = confidence / (wk + ws) if wk + ws > 0 else 0.0
     for key, entry in table.items():
         entry.keyword_norm = kw_norm.get(key, 0.0)
         entry.semantic_norm = sem_norm.get(key, 0.0)
         entry.soft_norm = soft_norm.get(key, 0.0)
-        semantic_side = (1.0 - share) * entry.semantic_norm + share * entry.soft_norm
-        entry.score = (wk * entry.keyword_norm + ws * semantic_side) * confidence
+    confidence = fusion_confidence(table.values(), wk, ws)
+    for entry in table.values():
+        entry.score = fused_score(entry, wk, ws, share) * confidence
     scored = list(table.values())
     if mode == "keyword":
         scored = [s for s in scored if s.keyword_rank is not None]
     elif mode == "semantic":
         scored = [s for s in scored if s.semantic_rank is not None]
     return scored, weights
+
+
+def hybrid_keyword_weight(params: FusionParams, keyword_hits: int, *, soft: bool) -> float:
+    """The keyword arm's weight in hybrid mode: the configured one, else the default for the
+    semantic side in use; lower when the keyword arm found almost nothing."""
+    w = params.keyword_weight
+    if w is None:
+        w = params.keyword_weight_soft if soft else params.keyword_weight_cosine
+    if keyword_hits < params.adaptive_min_hits:
+        w = min(w, params.adaptive_keyword_weight) if keyword_hits else 0.0
+    return w
+
+
+def fusion_confidence(entries: Iterable[Scored], wk: float, ws: float) -> float:
+    """Min-max puts every query's best candidate at 1; the fused scores are scaled by how good
+    that best candidate really is (raw BM25, raw cosine), so a score means about the same
+    across queries. Order within a query is unchanged (nDCG is unaffected)."""
+    best_kw = best_sem = 0.0
+    for e in entries:
+        best_kw = max(best_kw, e.keyword)
+        best_sem = max(best_sem, e.semantic)
+    confidence = wk * keyword_confidence(best_kw) + ws * min(best_sem, 1.0)
+    return confidence / (wk + ws) if wk + ws > 0 else 0.0
+
+
+def fused_score(entry: Scored, wk: float, ws: float, share: float) -> float:
+    """The convex fusion of one candidate's normalised arms (before the confidence scaling):
+    ``wk * keyword + ws * ((1 - share) * cosine + share * soft match)``."""
+    semantic_side = (1.0 - share) * entry.semantic_norm + share * entry.soft_norm
+    return wk * entry.keyword_norm + ws * semantic_side
+
+
+def refuse(scored: Iterable[Scored], params: FusionParams) -> list[Scored]:
+    """A soft-matched hybrid ranking's candidates ranked again under other fusion weights
+    (keyword weight, soft share, document blend), as ``fuse``, the exact-identifier boost,
+    ``blend_document`` and ``finalize`` would have ranked them. Copies; the input is not
+    changed. For judging weights offline on the candidates a search already fused
+    (``benchmarks/fusion_levers.py``): with the weights in force it gives the same order."""
+    copies = [dataclasses.replace(s) for s in scored]
+    hits = sum(1 for s in copies if s.keyword_rank is not None)
+    wk = hybrid_keyword_weight(params, hits, soft=True)
+    ws = 1.0 - wk
+    confidence = fusion_confidence(copies, wk, ws)
+    for s in copies:
+        s.score = fused_score(s, wk, ws, params.soft_share) * confidence * s.boost
+    blend_document(copies, params.document_weight)
+    return finalize(copies)
 
 
 def apply_exact_boost(
