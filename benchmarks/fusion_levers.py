@@ -6,8 +6,9 @@ Two steps:
 ``dump``
     runs ``tui-search eval``'s harness (``run_evaluation``) in hybrid mode on each set and
     keeps every judged question's fused candidates with their arm scores
-    (``evaluation.QueryTrace``), one pickle per set. It checks that re-ranking them with the
-    weights in force (``ranking.refuse``) gives the harness's nDCG@10 for every question.
+    (``evaluation.QueryTrace``), one pickle per set. A set's dump is kept only if re-ranking
+    it with the weights in force (``ranking.refuse``) gives the harness's nDCG@10 for every
+    question.
 
 ``grid``
     re-ranks the dumps under each combination of keyword weight, soft-match share and
@@ -38,7 +39,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tui_search.config import Settings, load_settings  # noqa: E402
+from tui_search.config import load_settings  # noqa: E402
 from tui_search.core.evaluation import (  # noqa: E402
     NDCG_K,
     RECALL_K,
@@ -74,12 +75,6 @@ def trace_ndcg(trace: QueryTrace, params: FusionParams) -> float:
     return ndcg_at_k(units, trace.relevant, NDCG_K)
 
 
-def params_of(keyword_weight: float, soft_share: float, document_weight: float) -> FusionParams:
-    return FusionParams(
-        keyword_weight=keyword_weight, soft_share=soft_share, document_weight=document_weight
-    )
-
-
 def dump(args: argparse.Namespace) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -95,8 +90,6 @@ def dump(args: argparse.Namespace) -> int:
         # the dump is only worth keeping if re-ranking it reproduces the harness
         in_force = FusionParams.from_settings(settings)
         off = [t.qid for t in traces if abs(trace_ndcg(t, in_force) - harness[t.qid]) > 1e-9]
-        with (out / f"{name}.pkl").open("wb") as f:
-            pickle.dump({"traces": traces, "settings": settings}, f)
         mean = report.modes["hybrid"].ndcg_at_10
         print(
             f"{name}: {len(traces)} questions, hybrid nDCG@10 {mean:.4f}, "
@@ -104,8 +97,10 @@ def dump(args: argparse.Namespace) -> int:
             flush=True,
         )
         if off:
-            print(f"  not reproduced: {off[:5]}", file=sys.stderr)
+            print(f"  not reproduced, not kept: {off[:5]}", file=sys.stderr)
             return 1
+        with (out / f"{name}.pkl").open("wb") as f:
+            pickle.dump(traces, f)
     return 0
 
 
@@ -113,7 +108,7 @@ def grid(args: argparse.Namespace) -> int:
     traces: dict[str, list[QueryTrace]] = {}
     for name in args.sets:
         with (Path(args.dumps) / f"{name}.pkl").open("rb") as f:
-            traces[name] = pickle.load(f)["traces"]
+            traces[name] = pickle.load(f)
     chosen = [n for n in CHOSEN_ON if n in traces]
     combos = list(itertools.product(args.keyword_weight, args.soft_share, args.document_weight))
     print(
@@ -125,10 +120,8 @@ def grid(args: argparse.Namespace) -> int:
     print("|---" * (len(chosen) + 3 + ("scifact" in traces)) + "|")
     first: dict[str, float] | None = None
     for kw, share, blend in combos:
-        per_set = {
-            n: statistics.fmean(trace_ndcg(t, params_of(kw, share, blend)) for t in traces[n])
-            for n in traces
-        }
+        params = FusionParams(keyword_weight=kw, soft_share=share, document_weight=blend)
+        per_set = {n: statistics.fmean(trace_ndcg(t, params) for t in traces[n]) for n in traces}
         first = first or per_set
         worst = min(per_set[n] - first[n] for n in chosen)
         macro = statistics.fmean(per_set[n] for n in chosen)
@@ -155,10 +148,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     g = sub.add_parser("grid", help="re-rank the dumps under each combination of weights")
     g.add_argument("--dumps", required=True)
-    defaults = Settings()
-    g.add_argument("--keyword-weight", type=floats, default=[FusionParams.keyword_weight_soft])
-    g.add_argument("--soft-share", type=floats, default=[defaults.soft_match_share])
-    g.add_argument("--document-weight", type=floats, default=[defaults.document_weight])
+    shipped = FusionParams()
+    g.add_argument("--keyword-weight", type=floats, default=[shipped.keyword_weight_soft])
+    g.add_argument("--soft-share", type=floats, default=[shipped.soft_share])
+    g.add_argument("--document-weight", type=floats, default=[shipped.document_weight])
     for p in (d, g):
         p.add_argument("--sets", type=lambda s: s.split(","), default=list(SETS))
     args = ap.parse_args(argv)

@@ -522,7 +522,7 @@ def run_evaluation(
                         unit_of[key] = rec.section_id if section_level_unit else doc_id
                 units = judged_units((s.key for s in ranked), unit_of, RECALL_K)
                 if on_query is not None:
-                    on_query(QueryTrace(mode, qid, dict(relevant), list(ranked), unit_of))
+                    on_query(QueryTrace(mode, qid, dict(relevant), ranked, unit_of))
                 ndcgs[qid] = ndcg_at_k(units, relevant, NDCG_K)
                 mrrs.append(mrr_at_k(units, relevant, MRR_K))
                 recalls.append(recall_at_k(units, relevant, RECALL_K))
