@@ -36,8 +36,12 @@ def test_mapped_until_the_first_write(tmp_path: Path) -> None:
 
     reader = VectorIndex(folder, 16)  # another process
     assert reader.mapped and len(reader) == 3000
-    top = reader.search(vecs[41], 1)
-    assert top[0][0] == 42 and abs(top[0][1] - 1.0) < 1e-2
+    # the map answers searches: each vector finds itself. The graph walk is approximate and
+    # usearch's threaded adds build a different graph each run; a given vector (e.g. the 42nd)
+    # was missed by ~1 build in 6, ~0.1% of vectors per build, so a sample of 50 is asked
+    found = [(i + 1, reader.search(vecs[i], 1)[0]) for i in range(0, 3000, 60)]
+    hits = [(key, top) for key, top in found if top[0] == key]
+    assert len(hits) >= 47 and all(abs(score - 1.0) < 1e-2 for _, (_, score) in hits)
     keys, got = reader.get(np.array([7, 99_999], dtype=np.uint64))
     assert keys.tolist() == [7] and np.allclose(got[0], vecs[6], atol=1e-2)
 
