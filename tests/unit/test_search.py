@@ -61,6 +61,31 @@ def test_identifier_detection() -> None:
     for t in ["backup", "Backup", "API", "the", "x"]:
         assert not is_identifier(t), t
     assert identifiers_in("where is config.db.pool_size set?") == ["config.db.pool_size"]
+    # dotted single letters are abbreviations and initials
+    for t in ["i.e", "e.g", "U.S", "A.J", "e.g."]:
+        assert not is_identifier(t), t
+    text = "Systems (i.e., expert ones), e.g. U.S. law, by A.J. Perlis; see x.push or os.path"
+    assert identifiers_in(text) == ["x.push", "os.path"]
+
+
+def test_abbreviations_in_a_query_boost_nothing(tmp_path: Path) -> None:
+    from tests.conftest import FakeEmbedder
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "backups.md").write_text(
+        "# Backups\n\nSnapshots are copied nightly by the backup job to the second region.\n"
+    )
+    (ws / "style.md").write_text(
+        "# Style\n\nWrite plainly, i.e. short sentences; e.g. say copied, not replicated.\n"
+    )
+    with SearchEngine(
+        Settings(workspace=ws, index_dir=tmp_path / "idx"), embedder=FakeEmbedder()
+    ) as e:
+        e.sync()
+        r = e.search("which job copies snapshots nightly, i.e. the backup", mode="keyword")
+        assert r.hits[0].section_id == "backups:backups"
+        assert all(h.scores["boost"] == 1.0 for h in r.hits)
 
 
 @pytest.mark.parametrize(
