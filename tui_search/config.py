@@ -87,6 +87,10 @@ class Settings:
     #: A query of at least this many words leaves English function words ("what", "how",
     #: "about", ...) out of both arms' term weights, as bm25s does (0 = never).
     long_query_words: int = 12
+    #: Every plain query leaves the words that frame a question (pronouns, what/which/how,
+    #: the auxiliaries be/do/can/should, articles; ``lexical.QUESTION_WORDS``) out of the
+    #: keyword arm, unless it holds nothing else (chosen across every judged set).
+    drop_question_words: bool = True
     #: Share of a section's score taken from the best section of its document (0 = none).
     document_weight: float = 0.4
     #: Keyword arm: share of a chunk's BM25F taken from its whole file's BM25F (the file's

@@ -75,8 +75,10 @@ def test_settings_are_the_one_home_of_the_weights() -> None:
             "TUI_SEARCH_FILE_WEIGHT": "0.35",
             "TUI_SEARCH_LONG_QUERY_WORDS": "0",
             "TUI_SEARCH_FILE_VECTOR_WEIGHT": "0.3",
+            "TUI_SEARCH_DROP_QUESTION_WORDS": "0",
         }
     )
+    assert s.drop_question_words is False and Settings().drop_question_words
     assert s.file_vector_weight == 0.3 and Settings().file_vector_weight == 0.1
     assert (s.title_boost, s.query_term_frequency, s.document_weight) == (0.5, False, 0.0)
     assert (s.file_weight, s.long_query_words) == (0.35, 0)
@@ -95,8 +97,10 @@ def test_engine_takes_the_levers_from_settings(tmp_path, fake_embedder) -> None:
         document_weight=0.25,
         file_weight=0.3,
         long_query_words=7,
+        drop_question_words=False,
     )
     with SearchEngine(settings, embedder=fake_embedder) as engine:
+        assert engine.lexical_params.drop_question_words is False
         assert engine.lexical_params.title_boost == 0.5
         assert engine.lexical_params.file_weight == 0.3
         assert engine.lexical_params.long_query_words == 7
@@ -239,11 +243,33 @@ def test_long_queries_leave_function_words_out() -> None:
     assert set(query_term_weights(only, long_query_words=12)) == {"what", "about", "how", "why"}
 
 
+def test_every_query_leaves_the_words_that_frame_a_question_out() -> None:
+    short = "What does the compiler check before it runs?"
+    terms = query_term_weights(short, question_words=True)
+    assert set(terms) == {"compil", "check", "befor", "run"}  # "before" carries meaning
+    assert {"what", "doe"} <= set(query_term_weights(short))  # off: every word stays
+    # quantifiers and negations are not question words
+    assert {"most", "after"} <= set(
+        query_term_weights("which is most used after boot", question_words=True)
+    )
+    # a query of nothing but question words keeps them
+    assert set(query_term_weights("Who are you?", question_words=True)) == {"who"}
+    # a long query leaves out every function word, as before
+    assert "befor" not in query_term_weights(LONG, long_query_words=12, question_words=True)
+    q = plain_query(short, LexicalParams())
+    assert q is not None
+    terms_q = {t for _, t, _ in flatten_disjunction(q) or []}
+    assert "compil" in terms_q and "what" not in terms_q
+    q_all = plain_query(short, LexicalParams(drop_question_words=False))
+    assert q_all is not None
+    assert "what" in {t for _, t, _ in flatten_disjunction(q_all) or []}
+
+
 def test_plain_query_of_a_long_question_has_no_function_word_clauses() -> None:
     q = plain_query(LONG, LexicalParams(long_query_words=12))
     assert q is not None
     terms = {t for _, t, _ in flatten_disjunction(q) or []}
     assert "compil" in terms and "what" not in terms and "how" not in terms
-    q_all = plain_query(LONG, LexicalParams(long_query_words=0))
+    q_all = plain_query(LONG, LexicalParams(long_query_words=0, drop_question_words=False))
     assert q_all is not None
     assert "what" in {t for _, t, _ in flatten_disjunction(q_all) or []}

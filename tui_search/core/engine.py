@@ -102,6 +102,7 @@ class SearchEngine:
             heading_boost=settings.heading_boost,
             query_term_frequency=settings.query_term_frequency,
             long_query_words=settings.long_query_words,
+            drop_question_words=settings.drop_question_words,
             file_weight=settings.file_weight,
         )
         self.fusion = fusion_params or FusionParams.from_settings(settings)

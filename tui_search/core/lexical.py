@@ -428,6 +428,8 @@ class LexicalParams:
     query_term_frequency: bool = Settings.query_term_frequency
     #: Queries of at least this many words leave English function words out (0 = never).
     long_query_words: int = Settings.long_query_words
+    #: Leave ``QUESTION_WORDS`` out of every query (``query_term_weights``).
+    drop_question_words: bool = Settings.drop_question_words
     #: Share of a chunk's keyword score taken from its whole file's BM25F (``FastBM25``).
     file_weight: float = Settings.file_weight
 
@@ -458,25 +460,49 @@ FUNCTION_WORDS = (
 )
 
 
+#: The words that frame a question rather than say what it is about: pronouns, wh-words, the
+#: auxiliaries be/do/can/should/would, articles (those the index does not already stop).
+#: Quantifiers, negations and prepositions that carry meaning ("most", "not", "before")
+#: stay. Left out of every query when ``drop_question_words`` is on.
+QUESTION_WORDS = (
+    "i me my we our you your it its they them their what which who whom whose why how where "
+    "when is are was were be been do does did can could should would a an the"
+)
+
+
+def _analysed(words: str) -> frozenset[str]:
+    analyzer = text_analyzer()
+    return frozenset(t.text for w in words.split() for t in analyzer(w, mode="query"))
+
+
 @functools.cache
 def _function_terms() -> frozenset[str]:
-    analyzer = text_analyzer()
-    return frozenset(t.text for w in FUNCTION_WORDS.split() for t in analyzer(w, mode="query"))
+    return _analysed(FUNCTION_WORDS)
+
+
+@functools.cache
+def _question_terms() -> frozenset[str]:
+    return _analysed(QUESTION_WORDS)
 
 
 def query_term_weights(
-    text: str, repeats: bool = True, long_query_words: int = 0
+    text: str, repeats: bool = True, long_query_words: int = 0, question_words: bool = False
 ) -> dict[str, float]:
     """Each analysed query term (in order) with its weight: ``1 + ln(n)`` for a term the text
     says ``n`` times when ``repeats`` is on (long queries and ``similar:`` passages repeat
     what they are about), else 1. A repeated function word ("what ... what") weighs 1. A query
     of at least ``long_query_words`` words (0 = never) leaves its function words out, as
-    bm25s does with English stop words, unless it holds nothing else."""
+    bm25s does with English stop words; with ``question_words`` on, any shorter query leaves
+    out ``QUESTION_WORDS``. Either only when the query holds something else."""
     counts: dict[str, int] = {}
     for t in text_analyzer()(text, mode="query"):
         counts[t.text] = counts.get(t.text, 0) + 1
     function = _function_terms()
     drop = 0 < long_query_words <= sum(counts.values()) and any(t not in function for t in counts)
+    if question_words and not drop:
+        frame = _question_terms()
+        if any(t not in frame for t in counts):
+            counts = {t: n for t, n in counts.items() if t not in frame}
     return {
         t: (1.0 + math.log(n)) if repeats and t not in function else 1.0
         for t, n in counts.items()
@@ -494,7 +520,7 @@ def plain_query(text: str, params: LexicalParams) -> Q.Query | None:
     """Words ranked, not all required; identifier-like words also match exactly."""
     clauses: list[Q.Query] = []
     for term, weight in query_term_weights(
-        text, params.query_term_frequency, params.long_query_words
+        text, params.query_term_frequency, params.long_query_words, params.drop_question_words
     ).items():
         clause = term_clause(term, params, weight)
         clauses.extend(clause.subqueries if isinstance(clause, Q.Or) else [clause])
