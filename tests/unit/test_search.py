@@ -86,6 +86,8 @@ def test_abbreviations_in_a_query_boost_nothing(tmp_path: Path) -> None:
         r = e.search("which job copies snapshots nightly, i.e. the backup", mode="keyword")
         assert r.hits[0].section_id == "backups:backups"
         assert all(h.scores["boost"] == 1.0 for h in r.hits)
+        # still found exactly when quoted (as a phrase now, not through the identifier field)
+        assert [h.section_id for h in e.search('"e.g."', mode="keyword").hits] == ["style:style"]
 
 
 @pytest.mark.parametrize(
