@@ -269,3 +269,31 @@ def test_long_queries_keep_function_words_in_the_soft_match(
     # ... while the keyword arm no longer scores the note that only has function words
     assert kept["words"][1] > 0
     assert "words" not in ranked(12, "keyword")
+
+
+def test_semantic_mode_leaves_question_words_out_of_the_soft_match(
+    tmp_path: Path, model: Model2VecEmbedder
+) -> None:
+    """In semantic mode the words that frame a question weigh nothing in the soft match
+    (``drop_question_words``); hybrid mode keeps them there (it cost anthropic-docs 0.008)."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "words.md").write_text("# Words\n\nWhat does it do, and how, and which one?\n")
+    (ws / "restore.md").write_text("# Restore\n\nRestore the snapshot in order.\n")
+    question = "what does the restore do"
+
+    def soft(drop: bool, mode: str) -> dict[str, float]:
+        settings = Settings(workspace=ws, index_dir=tmp_path / f"i{drop}", drop_question_words=drop)
+        with SearchEngine(settings, embedder=model) as engine:
+            engine.sync()
+            found, _ = engine.rank(engine.plan(question), mode)
+            return {s.key.split(":")[0]: s.soft for s in found}
+
+    on, off = soft(True, "semantic"), soft(False, "semantic")
+    assert on["words"] < off["words"] - 0.1
+    assert on["restore"] > on["words"]
+    hybrid_on, hybrid_off = soft(True, "hybrid"), soft(False, "hybrid")
+    assert {k: hybrid_on[k] for k in hybrid_off if k in hybrid_on} == {
+        k: hybrid_off[k] for k in hybrid_off if k in hybrid_on
+    }
+    assert hybrid_on["words"] == pytest.approx(off["words"])

@@ -481,7 +481,8 @@ def _function_terms() -> frozenset[str]:
 
 
 @functools.cache
-def _question_terms() -> frozenset[str]:
+def question_terms() -> frozenset[str]:
+    """``QUESTION_WORDS`` as the analyser gives them (what queries are matched on)."""
     return _analysed(QUESTION_WORDS)
 
 
@@ -500,7 +501,7 @@ def query_term_weights(
     function = _function_terms()
     drop = 0 < long_query_words <= sum(counts.values()) and any(t not in function for t in counts)
     if question_words and not drop:
-        frame = _question_terms()
+        frame = question_terms()
         if any(t not in frame for t in counts):
             counts = {t: n for t, n in counts.items() if t not in frame}
     return {
