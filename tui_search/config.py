@@ -89,7 +89,8 @@ class Settings:
     long_query_words: int = 12
     #: Every plain query leaves the words that frame a question (pronouns, what/which/how,
     #: the auxiliaries be/do/can/should, articles; ``lexical.QUESTION_WORDS``) out of the
-    #: keyword arm, unless it holds nothing else (chosen across every judged set).
+    #: keyword arm, unless it holds nothing else, and semantic mode gives them no weight in
+    #: the soft match (both chosen across every judged set, docs/evaluation.md, session 11).
     drop_question_words: bool = True
     #: Share of a section's score taken from the best section of its document (0 = none).
     document_weight: float = 0.4

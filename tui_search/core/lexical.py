@@ -461,9 +461,10 @@ FUNCTION_WORDS = (
 
 
 #: The words that frame a question rather than say what it is about: pronouns, wh-words, the
-#: auxiliaries be/do/can/should/would, articles (those the index does not already stop).
+#: auxiliaries be/do/can/should/would, articles (some are index stop words already).
 #: Quantifiers, negations and prepositions that carry meaning ("most", "not", "before")
-#: stay. Left out of every query when ``drop_question_words`` is on.
+#: stay. With ``drop_question_words`` on, a query shorter than ``long_query_words`` leaves
+#: them out (a longer one leaves out every function word).
 QUESTION_WORDS = (
     "i me my we our you your it its they them their what which who whom whose why how where "
     "when is are was were be been do does did can could should would a an the"
