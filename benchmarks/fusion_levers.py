@@ -11,8 +11,8 @@ Two steps:
     question.
 
 ``grid``
-    re-ranks the dumps under each combination of keyword weight, soft-match share and
-    document blend, and prints one markdown row per combination: nDCG@10 per set, the mean of
+    re-ranks the dumps under each combination of keyword weight, soft-match share, document
+    blend and link-list damping (a dump made with the damping off holds no link shares), and prints one markdown row per combination: nDCG@10 per set, the mean of
     the ten columns the settings are chosen on (SciFact with its train split), the worst
     loss against the first combination given, and SciFact test (reported, never chosen on).
 
@@ -110,24 +110,32 @@ def grid(args: argparse.Namespace) -> int:
         with (Path(args.dumps) / f"{name}.pkl").open("rb") as f:
             traces[name] = pickle.load(f)
     chosen = [n for n in CHOSEN_ON if n in traces]
-    combos = list(itertools.product(args.keyword_weight, args.soft_share, args.document_weight))
+    combos = list(
+        itertools.product(
+            args.keyword_weight, args.soft_share, args.document_weight, args.link_list_damping
+        )
+    )
     print(
-        "| keyword weight / soft share / document blend | "
+        "| keyword weight / soft share / document blend / link-list damping | "
         + " | ".join(chosen)
         + " | macro | worst Δ | "
         + ("scifact test |" if "scifact" in traces else "")
     )
     print("|---" * (len(chosen) + 3 + ("scifact" in traces)) + "|")
     first: dict[str, float] | None = None
-    for kw, share, blend in combos:
-        params = FusionParams(keyword_weight=kw, soft_share=share, document_weight=blend)
+    for kw, share, blend, links in combos:
+        params = FusionParams(
+            keyword_weight=kw, soft_share=share, document_weight=blend, link_list_damping=links
+        )
         per_set = {n: statistics.fmean(trace_ndcg(t, params) for t in traces[n]) for n in traces}
         first = first or per_set
         worst = min(per_set[n] - first[n] for n in chosen)
         macro = statistics.fmean(per_set[n] for n in chosen)
         test = f" {per_set['scifact']:.3f} |" if "scifact" in traces else ""
         cells = " | ".join(f"{per_set[n]:.3f}" for n in chosen)
-        print(f"| {kw:g} / {share:g} / {blend:g} | {cells} | {macro:.4f} | {worst:+.4f} |{test}")
+        print(
+            f"| {kw:g} / {share:g} / {blend:g} / {links:g} | {cells} | {macro:.4f} | {worst:+.4f} |{test}"
+        )
     return 0
 
 
@@ -152,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--keyword-weight", type=floats, default=[shipped.keyword_weight_soft])
     g.add_argument("--soft-share", type=floats, default=[shipped.soft_share])
     g.add_argument("--document-weight", type=floats, default=[shipped.document_weight])
+    g.add_argument("--link-list-damping", type=floats, default=[shipped.link_list_damping])
     for p in (d, g):
         p.add_argument("--sets", type=lambda s: s.split(","), default=list(SETS))
     args = ap.parse_args(argv)

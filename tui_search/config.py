@@ -94,6 +94,10 @@ class Settings:
     drop_question_words: bool = True
     #: Share of a section's score taken from the best section of its document (0 = none).
     document_weight: float = 0.4
+    #: A section whose visible text is mostly link text (a "See also" list, an index page;
+    #: ``chunking.link_share`` >= 0.5) keeps 1 - this x its link share of its score: its words
+    #: describe the pages it links to (0 = off; chosen across every judged set, session 14).
+    link_list_damping: float = 0.3
     #: Keyword arm: share of a chunk's BM25F taken from its whole file's BM25F (the file's
     #: chunks read as one document), so a file that covers the query as a whole lifts its
     #: sections (0 = sections scored on their own; chosen across every judged set).

@@ -80,6 +80,7 @@ def open_engine(tmp_path: Path, model: Model2VecEmbedder, **changes: object) -> 
         file_vector_weight=0.0,
         soft_match_share=0.0,
         document_weight=0.0,
+        link_list_damping=0.0,
         **changes,  # type: ignore[arg-type]
     )
     engine = SearchEngine(settings, embedder=model)

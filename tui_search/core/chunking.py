@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 if TYPE_CHECKING:  # markdown-it and yaml load on the first parse: a search never needs them
+    from collections.abc import Callable
+
     from markdown_it import MarkdownIt
     from markdown_it.token import Token
 
@@ -70,6 +72,8 @@ class Chunk:
     content: str
     tags: tuple[str, ...]
     content_hash: str
+    #: Share of the chunk's visible text that is link text (``link_share``).
+    link_share: float = 0.0
 
     @property
     def key(self) -> str:
@@ -78,6 +82,45 @@ class Chunk:
     @property
     def embedding_text(self) -> str:
         return embedding_text(self.title, self.heading_path, self.content)
+
+
+#: ``[text](dest "title")`` and ``![alt](src)`` (one level of brackets inside the text)
+_INLINE_LINK_RE = re.compile(
+    r"!?\[((?:[^\[\]]|\[[^\[\]]*\])*)\]"
+    r"\((?:[^()\s]|\([^()]*\))*(?:\s+(?:\"[^\"]*\"|'[^']*'|\([^()]*\)))?\s*\)"
+)
+_REF_LINK_RE = re.compile(r"!?\[((?:[^\[\]]|\[[^\[\]]*\])+)\]\[[^\[\]]*\]")  # [text][ref]
+_LINK_DEF_RE = re.compile(r"^ {0,3}\[[^\]]+\]:[ \t]*\S+.*$", re.MULTILINE)  # [ref]: url
+_WIKILINK_TEXT_RE = re.compile(r"\[\[([^\]|#]*)(?:#[^\]|]*)?(?:\|([^\]]*))?\]\]")
+_LIST_MARK_RE = re.compile(r"^[ \t]*(?:[-*+]|\d+[.)])[ \t]", re.MULTILINE)
+
+
+def link_share(content: str) -> float:
+    """How much of a chunk's visible text is link text, 0-1: the characters (spaces left out)
+    of the text of its links, wikilinks and images over those of all the text a reader sees
+    (link destinations, reference definitions and list markers are not seen). A "See also"
+    list or an index page is near 1: its words describe other pages, not this one."""
+    if "[" not in content:
+        return 0.0
+    anchor = 0
+
+    def text_of(group: int, fallback: int | None = None) -> Callable[[re.Match[str]], str]:
+        def sub(m: re.Match[str]) -> str:
+            nonlocal anchor
+            text = m.group(group) or (m.group(fallback) if fallback else "") or ""
+            anchor += len("".join(text.split()))
+            return text
+
+        return sub
+
+    text = _LINK_DEF_RE.sub("", content)
+    text = _WIKILINK_TEXT_RE.sub(text_of(2, 1), text)
+    text = _INLINE_LINK_RE.sub(text_of(1), text)
+    text = _REF_LINK_RE.sub(text_of(1), text)
+    if not anchor:
+        return 0.0
+    visible = len("".join(_LIST_MARK_RE.sub("", text).split()))
+    return min(1.0, anchor / visible) if visible else 0.0
 
 
 def embedding_text(title: str, heading_path: tuple[str, ...] | list[str], content: str) -> str:
@@ -435,6 +478,7 @@ def parse_document(
                     content=content,
                     tags=tags,
                     content_hash=chunk_hash,
+                    link_share=link_share(content),
                 )
             )
     if folded and max_sections is not None:

@@ -37,6 +37,8 @@ class FusionParams:
     file_vector_weight: float = Settings.file_vector_weight
     #: Semantic mode: cosines without the index's common direction (``core.centering``).
     semantic_centering: bool = Settings.semantic_centering
+    #: Link-list sections keep ``1 - this * link share`` of their score (``damp_link_lists``).
+    link_list_damping: float = Settings.link_list_damping
 
     @classmethod
     def from_settings(cls, settings: Settings) -> FusionParams:
@@ -46,6 +48,7 @@ class FusionParams:
             document_weight=settings.document_weight,
             file_vector_weight=settings.file_vector_weight,
             semantic_centering=settings.semantic_centering,
+            link_list_damping=settings.link_list_damping,
         )
 
 
@@ -65,6 +68,8 @@ class Scored:
     #: The best score among the candidates of the same document (``blend_document``).
     document: float = 0.0
     matched_identifiers: tuple[str, ...] = ()
+    #: Share of the chunk's text that is link text, when it is a link list (``damp_link_lists``).
+    link_share: float = 0.0
 
     def explain(self, weights: tuple[float, float], fusion: str) -> dict[str, object]:
         return {
@@ -78,6 +83,7 @@ class Scored:
             "soft_match_norm": round(self.soft_norm, 4),
             "boost": round(self.boost, 4),
             "document_best": round(self.document, 4),
+            "link_share": round(self.link_share, 4),
             "matched_identifiers": list(self.matched_identifiers),
             "weights": {"keyword": round(weights[0], 3), "semantic": round(weights[1], 3)},
             "fusion": fusion,
@@ -204,8 +210,9 @@ def fused_score(entry: Scored, wk: float, ws: float, share: float) -> float:
 
 def refuse(scored: Iterable[Scored], params: FusionParams) -> list[Scored]:
     """A soft-matched hybrid ranking's candidates ranked again under other fusion weights
-    (keyword weight, soft share, document blend), as ``fuse``, the exact-identifier boost,
-    ``blend_document`` and ``finalize`` would have ranked them. Copies; the input is not
+    (keyword weight, soft share, document blend, link-list damping), as ``fuse``, the
+    exact-identifier boost, ``blend_document``, ``damp_link_lists`` and ``finalize`` would
+    have ranked them. Copies; the input is not
     changed. For judging weights offline on the candidates a search already fused
     (``benchmarks/fusion_levers.py``): with the weights in force it gives the same order."""
     copies = [dataclasses.replace(s) for s in scored]
@@ -216,6 +223,8 @@ def refuse(scored: Iterable[Scored], params: FusionParams) -> list[Scored]:
     for s in copies:
         s.score = fused_score(s, wk, ws, params.soft_share) * confidence * s.boost
     blend_document(copies, params.document_weight)
+    shares = {s.key: s.link_share for s in copies if s.link_share > 0}
+    damp_link_lists(copies, shares, params.link_list_damping)
     return finalize(copies)
 
 
@@ -258,6 +267,23 @@ def blend_document(
     for s, d in items:
         s.document = best[d]
         s.score = own * s.score + weight * s.document
+
+
+#: A chunk is a link list from this link share on (``chunking.link_share``).
+LINK_LIST_SHARE = 0.5
+
+
+def damp_link_lists(scored: Iterable[Scored], shares: Mapping[str, float], weight: float) -> None:
+    """A link list's words are about the pages it links to: its score keeps
+    ``1 - weight * share`` (``shares`` holds the chunks at or above ``LINK_LIST_SHARE``), so
+    "See also: [Postmortem: upload outage](...)" ranks below the postmortem. Scores stay 0-1."""
+    if weight <= 0 or not shares:
+        return
+    for s in scored:
+        share = shares.get(s.key)
+        if share is not None:
+            s.link_share = share
+            s.score *= 1.0 - weight * share
 
 
 def finalize(scored: list[Scored]) -> list[Scored]:

@@ -56,6 +56,8 @@ class Explanation:
     soft_share: float
     fusion: str
     relevance: float
+    #: Share of the hit's text that is link text, when it is a link list ranked down for it.
+    link_share: float = 0.0
 
     @classmethod
     def from_scores(cls, scores: dict[str, Any], soft_share: float) -> Explanation | None:
@@ -82,6 +84,7 @@ class Explanation:
             soft_share=soft_share if "soft match" in fusion else 0.0,
             fusion=fusion,
             relevance=_num(scores.get("relevance")),
+            link_share=_num(scores.get("link_share")),
         )
 
 

@@ -55,10 +55,12 @@ from tui_search.core.plan import (
 )
 from tui_search.core.query import QuerySyntaxError, has_text
 from tui_search.core.ranking import (
+    LINK_LIST_SHARE,
     FusionParams,
     Scored,
     apply_exact_boost,
     blend_document,
+    damp_link_lists,
     document_of,
     finalize,
     fuse,
@@ -464,6 +466,8 @@ class Retriever:
         self._token_cache: OrderedDict[str, np.ndarray] = OrderedDict()
         # ((vectors version, vector count) it was taken at, the index's common direction)
         self._centering: tuple[tuple[int, int], Centering | None] | None = None
+        # (the same stamp, chunk key -> link share of the index's link lists)
+        self._link_lists: tuple[tuple[int, int], dict[str, float]] | None = None
 
     def embed_query(self, text: str) -> np.ndarray:
         with self._cache_lock:
@@ -488,6 +492,8 @@ class Retriever:
             blend += f", cosine {fusion.file_vector_weight:g} from the file's mean vector"
         if fusion.semantic_centering and mode == "semantic":
             blend += ", cosines without the index's common direction"
+        if fusion.link_list_damping > 0:
+            blend += f", link lists x(1 - {fusion.link_list_damping:g} x link share)"
         if mode == "semantic" and self.params.drop_question_words and self.soft_matching(fusion):
             blend += ", question words out of the soft match"
         if self.soft_matching(fusion):
@@ -608,6 +614,8 @@ class Retriever:
             texts = store.match_texts(s.key for s in scored)
             apply_exact_boost(scored, texts, list(plan.identifiers), fusion.exact_boost)
         blend_document(scored, fusion.document_weight)
+        if fusion.link_list_damping > 0:
+            damp_link_lists(scored, self.link_lists(), fusion.link_list_damping)
         ranked = finalize(scored)
         rest = _keyword_tail(tail, ranked, snap) if tail is not None else None
         if rest is not None and tiers:  # tiers reorder every result: make the rows
@@ -711,6 +719,19 @@ class Retriever:
         found = Centering.from_vectors(vectors.sample(SAMPLE_SIZE))
         with self._cache_lock:
             self._centering = (stamp, found)
+        return found
+
+    def link_lists(self) -> dict[str, float]:
+        """Chunk key -> link share of every link-list chunk (``ranking.damp_link_lists``);
+        read again after chunks are written (each write moves the vectors version on)."""
+        stamp = (self.index.vectors_version, len(self.index.vectors))
+        with self._cache_lock:
+            cached = self._link_lists
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        found = self.index.store.link_shares(LINK_LIST_SHARE)
+        with self._cache_lock:
+            self._link_lists = (stamp, found)
         return found
 
     def _centred_cosines(

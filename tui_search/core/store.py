@@ -21,8 +21,9 @@ import numpy as np
 
 from tui_search.core.chunking import Chunk, Link
 
-SCHEMA_VERSION = "6"  # 4: vectors stored as float16; 5: token ids for soft matching;
-# 6: heading HTML stripped from titles and slugs (section ids change), explicit anchors
+SCHEMA_VERSION = "7"  # 4: vectors stored as float16; 5: token ids for soft matching;
+# 6: heading HTML stripped from titles and slugs (section ids change), explicit anchors;
+# 7: each chunk's link share (link-list sections ranked down)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -55,12 +56,14 @@ CREATE TABLE IF NOT EXISTS chunks (
     content TEXT NOT NULL,
     tags TEXT NOT NULL,
     content_hash TEXT NOT NULL,
-    vector BLOB
+    vector BLOB,
+    link_share REAL NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path);
 CREATE INDEX IF NOT EXISTS chunks_section ON chunks(section_id);
 CREATE INDEX IF NOT EXISTS chunks_hash ON chunks(content_hash);
 CREATE INDEX IF NOT EXISTS chunks_novec ON chunks(key) WHERE vector IS NULL;
+CREATE INDEX IF NOT EXISTS chunks_links ON chunks(link_share) WHERE link_share > 0;
 CREATE TABLE IF NOT EXISTS skipped (path TEXT PRIMARY KEY, reason TEXT NOT NULL);
 -- explicit heading anchors (<a name>, id=, {#id}) of a file, lower-cased -> the section slug
 CREATE TABLE IF NOT EXISTS anchors (
@@ -417,6 +420,12 @@ class Store:
         sql = "SELECT vkey, key FROM chunks WHERE vkey IN {in}"
         return {int(v): k for v, k in self.select_in(sql, [int(v) for v in vkeys])}
 
+    def link_shares(self, at_least: float) -> dict[str, float]:
+        """Chunk key -> link share (``chunking.link_share``) of the chunks at or above
+        ``at_least`` (> 0): the link lists of the index, read through a partial index."""
+        sql = "SELECT key, link_share FROM chunks WHERE link_share > 0 AND link_share >= ?"
+        return dict(self._conn().execute(sql, (at_least,)))
+
     def match_texts(self, keys: Iterable[str]) -> dict[str, str]:
         """Chunk key -> the text identifiers are looked for in (content, then heading)."""
         sql = "SELECT key, content || char(10) || heading FROM chunks WHERE key IN {in}"
@@ -631,10 +640,12 @@ class Store:
                     json.dumps(list(c.tags)),
                     c.content_hash,
                     blob,
+                    c.link_share,
                 )
             )
         conn.executemany(
-            "INSERT OR REPLACE INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT OR REPLACE INTO chunks VALUES "
+            "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             rows,
         )
         conn.execute("DELETE FROM anchors WHERE path = ?", (record.path,))

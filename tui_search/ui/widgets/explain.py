@@ -96,6 +96,13 @@ def explain_content(hit: Hit, why: Explanation | None, position: int | None) -> 
         else "none"
     )
     rows.append(Content.assemble(("boost     ", "bold"), (f"{boost}", "$text-muted")))
+    if why.link_share > 0:
+        rows.append(
+            Content.assemble(
+                ("link list ", "bold"),
+                (f"{why.link_share:.0%} of its text is link text: ranked down", "$text-muted"),
+            )
+        )
     fused = (
         why.keyword_weight * why.keyword_norm
         + cosine_w * why.cosine_norm

@@ -1,0 +1,143 @@
+"""Link-list sections ("See also", index pages) rank below the pages they point to: their
+words describe other pages (issue 10, session 14)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import SAMPLE_WORKSPACE
+from tui_search.config import Settings, load_settings
+from tui_search.core.chunking import link_share, parse_document
+from tui_search.core.embedding import Model2VecEmbedder
+from tui_search.core.engine import SearchEngine
+from tui_search.core.ranking import (
+    LINK_LIST_SHARE,
+    FusionParams,
+    Scored,
+    damp_link_lists,
+    finalize,
+    refuse,
+)
+
+
+def test_a_list_of_links_is_all_link_text() -> None:
+    see_also = (
+        "- [[runbooks/restore-backup|Restore runbook]]\n"
+        "- [Postmortem: upload outage](postmortem-2026-02-upload-outage.md)\n"
+        "- [[glossary]]\n"
+        "1. ![diagram of the queue](img/queue.png)\n"
+    )
+    assert link_share(see_also) == pytest.approx(1.0)
+
+
+def test_prose_with_a_link_is_mostly_its_own_text() -> None:
+    prose = (
+        "After the [February upload outage](../runbooks/postmortem.md), at least 20 % of "
+        "engineering time each sprint goes to reliability work."
+    )
+    share = link_share(prose)
+    # "Februaryuploadoutage" (20 characters) of the sentence's visible characters
+    visible = len("".join(prose.replace("](../runbooks/postmortem.md)", "").split())) - 1
+    assert share == pytest.approx(20 / visible)
+    assert share < LINK_LIST_SHARE
+
+
+def test_destinations_and_reference_definitions_are_not_visible_text() -> None:
+    text = "See [the guide][g] and [setup][].\n\n[g]: https://example.com/a/very/long/url\n"
+    # visible: "See the guide and setup." -> link text "theguide" + "setup" of "Seetheguideandsetup."
+    assert link_share(text) == pytest.approx(len("theguidesetup") / len("Seetheguideandsetup."))
+    assert link_share("no [links] here, only [brackets]") == 0.0
+    assert link_share("plain text") == 0.0
+    assert link_share("") == 0.0
+
+
+def test_the_parser_gives_each_chunk_its_link_share() -> None:
+    doc = parse_document(
+        "# Note\n\nBody text about backups.\n\n## See also\n\n- [Restore](restore.md)\n- [[glossary]]\n",
+        "notes/a.md",
+    )
+    shares = {c.section_id: c.link_share for c in doc.chunks}
+    assert shares == {"notes/a:note": 0.0, "notes/a:see-also": pytest.approx(1.0)}
+
+
+def test_damping_keeps_one_minus_weight_times_share() -> None:
+    scored = [Scored("a:see-also#0", score=0.8), Scored("b:body#0", score=0.6)]
+    damp_link_lists(scored, {"a:see-also#0": 1.0}, 0.3)
+    assert scored[0].score == pytest.approx(0.56) and scored[0].link_share == 1.0
+    assert scored[1].score == pytest.approx(0.6) and scored[1].link_share == 0.0
+    assert [s.key for s in finalize(scored)] == ["b:body#0", "a:see-also#0"]
+    off = [Scored("a:see-also#0", score=0.8)]
+    damp_link_lists(off, {"a:see-also#0": 1.0}, 0.0)
+    assert off[0].score == 0.8
+
+
+def test_refuse_damps_as_the_search_did() -> None:
+    a = Scored("a:see-also#0", keyword=12.0, keyword_norm=1.0, keyword_rank=1, link_share=1.0)
+    b = Scored("b:body#0", keyword=11.0, keyword_norm=0.9, keyword_rank=2)
+    for s, cos in ((a, 0.6), (b, 0.55)):
+        s.semantic, s.semantic_norm, s.soft, s.soft_norm = cos, cos / 0.6, cos, cos / 0.6
+    on = refuse([a, b], FusionParams(document_weight=0.0, link_list_damping=0.3))
+    off = refuse([a, b], FusionParams(document_weight=0.0, link_list_damping=0.0))
+    assert [s.key for s in on] == ["b:body#0", "a:see-also#0"]
+    assert [s.key for s in off] == ["a:see-also#0", "b:body#0"]
+
+
+def test_the_setting_is_read_from_the_environment() -> None:
+    assert load_settings(env={"TUI_SEARCH_LINK_LIST_DAMPING": "0"}).link_list_damping == 0.0
+    assert Settings().link_list_damping == FusionParams().link_list_damping > 0
+
+
+@pytest.fixture(scope="module")
+def model() -> Model2VecEmbedder:
+    return Model2VecEmbedder()
+
+
+def _see_also_ranks(tmp_path: Path, model: Model2VecEmbedder, damping: float) -> list[int]:
+    """Where the two "See also" lists that link to the postmortem rank for "upload outage",
+    and where the postmortem's best section ranks (last)."""
+    settings = Settings(
+        workspace=SAMPLE_WORKSPACE, index_dir=tmp_path / f"idx{damping}", link_list_damping=damping
+    )
+    with SearchEngine(settings, embedder=model) as engine:
+        engine.sync()
+        res = engine.search("upload outage", mode="hybrid", limit=30, explain=True)
+    keys = [h.section_id for h in res.hits]
+    wanted = ["runbooks/oncall-handbook:see-also", "runbooks/restore-backup:see-also"]
+    post = next(i for i, k in enumerate(keys) if k.startswith("runbooks/postmortem-2026-02"))
+    if damping:
+        for h in res.hits:
+            if h.section_id in wanted:
+                assert h.scores["link_share"] == pytest.approx(1.0)
+    return [keys.index(k) for k in wanted] + [post]
+
+
+def test_see_also_lists_rank_below_the_page_they_link_to(
+    tmp_path: Path, model: Model2VecEmbedder
+) -> None:
+    """The real index and model on sample_workspace: the lists outrank the postmortem itself
+    without the damping, and fall below it with the shipped damping."""
+    *lists, post = _see_also_ranks(tmp_path, model, 0.0)
+    assert max(lists) < post
+    *lists, post = _see_also_ranks(tmp_path, model, Settings().link_list_damping)
+    assert min(lists) > post
+
+
+def test_an_edit_that_makes_a_section_a_link_list_is_seen_by_the_next_search(
+    sample_copy: Path, tmp_path: Path, model: Model2VecEmbedder
+) -> None:
+    settings = Settings(workspace=sample_copy, index_dir=tmp_path / "idx")
+    with SearchEngine(settings, embedder=model) as engine:
+        engine.sync()
+        before = engine.search("zurich trip", mode="keyword", limit=50, explain=True)
+        assert all(h.scores["link_share"] == 0.0 for h in before.hits[:3])
+        note = sample_copy / "personal" / "zurich-links.md"
+        note.write_text(
+            "# Zurich links\n\n- [Zurich trip](travel/zurich-trip.md)\n- [[zurich-trip]]\n",
+            encoding="utf-8",
+        )
+        engine.sync()
+        after = engine.search("zurich trip", mode="keyword", limit=50, explain=True)
+    hit = next(h for h in after.hits if h.file_path == "personal/zurich-links.md")
+    assert hit.scores["link_share"] == pytest.approx(1.0)
