@@ -63,14 +63,25 @@ def test_the_parser_gives_each_chunk_its_link_share() -> None:
 
 
 def test_damping_keeps_one_minus_weight_times_share() -> None:
+    lists = {"a:see-also#0": (1.0, frozenset({"see", "also"}))}
     scored = [Scored("a:see-also#0", score=0.8), Scored("b:body#0", score=0.6)]
-    damp_link_lists(scored, {"a:see-also#0": 1.0}, 0.3)
+    damp_link_lists(scored, lists, 0.3, frozenset({"upload", "outag"}))
     assert scored[0].score == pytest.approx(0.56) and scored[0].link_share == 1.0
     assert scored[1].score == pytest.approx(0.6) and scored[1].link_share == 0.0
     assert [s.key for s in finalize(scored)] == ["b:body#0", "a:see-also#0"]
     off = [Scored("a:see-also#0", score=0.8)]
-    damp_link_lists(off, {"a:see-also#0": 1.0}, 0.0)
+    damp_link_lists(off, lists, 0.0)
     assert off[0].score == 0.8
+
+
+def test_a_list_whose_heading_the_query_names_is_left_alone() -> None:
+    lists = {"index:runbooks#0": (0.86, frozenset({"runbook"}))}
+    asked = [Scored("index:runbooks#0", score=0.5)]
+    damp_link_lists(asked, lists, 0.3, frozenset({"runbook"}))
+    assert asked[0].score == 0.5 and asked[0].link_share == 0.0
+    other = [Scored("index:runbooks#0", score=0.5)]
+    damp_link_lists(other, lists, 0.3, frozenset({"restor"}))
+    assert other[0].score == pytest.approx(0.5 * (1 - 0.3 * 0.86))
 
 
 def test_refuse_damps_as_the_search_did() -> None:
@@ -124,6 +135,22 @@ def test_see_also_lists_rank_below_the_page_they_link_to(
     assert min(lists) > post
 
 
+def test_an_index_page_asked_for_by_its_heading_keeps_its_rank(
+    tmp_path: Path, model: Model2VecEmbedder
+) -> None:
+    """"runbooks": the index page's "Runbooks" list is what the query names and is not
+    damped; the runbooks' own "See also" lists are."""
+    settings = Settings(workspace=SAMPLE_WORKSPACE, index_dir=tmp_path / "idx")
+    with SearchEngine(settings, embedder=model) as engine:
+        engine.sync()
+        res = engine.search("runbooks", mode="hybrid", limit=20, explain=True)
+    by_id = {h.section_id: h for h in res.hits}
+    assert by_id["index:runbooks"].scores["link_share"] == 0.0
+    assert by_id["runbooks/orphaned-blobs:see-also"].scores["link_share"] == pytest.approx(1.0)
+    keys = [h.section_id for h in res.hits]
+    assert keys.index("index:runbooks") < keys.index("runbooks/orphaned-blobs:see-also")
+
+
 def test_an_edit_that_makes_a_section_a_link_list_is_seen_by_the_next_search(
     sample_copy: Path, tmp_path: Path, model: Model2VecEmbedder
 ) -> None:
@@ -134,7 +161,7 @@ def test_an_edit_that_makes_a_section_a_link_list_is_seen_by_the_next_search(
         assert all(h.scores["link_share"] == 0.0 for h in before.hits[:3])
         note = sample_copy / "personal" / "zurich-links.md"
         note.write_text(
-            "# Zurich links\n\n- [Zurich trip](travel/zurich-trip.md)\n- [[zurich-trip]]\n",
+            "# Elsewhere\n\n- [Zurich trip](travel/zurich-trip.md)\n- [[zurich-trip]]\n",
             encoding="utf-8",
         )
         engine.sync()

@@ -223,8 +223,8 @@ def refuse(scored: Iterable[Scored], params: FusionParams) -> list[Scored]:
     for s in copies:
         s.score = fused_score(s, wk, ws, params.soft_share) * confidence * s.boost
     blend_document(copies, params.document_weight)
-    shares = {s.key: s.link_share for s in copies if s.link_share > 0}
-    damp_link_lists(copies, shares, params.link_list_damping)
+    damped = {s.key: (s.link_share, frozenset[str]()) for s in copies if s.link_share > 0}
+    damp_link_lists(copies, damped, params.link_list_damping)
     return finalize(copies)
 
 
@@ -273,17 +273,25 @@ def blend_document(
 LINK_LIST_SHARE = 0.5
 
 
-def damp_link_lists(scored: Iterable[Scored], shares: Mapping[str, float], weight: float) -> None:
+def damp_link_lists(
+    scored: Iterable[Scored],
+    lists: Mapping[str, tuple[float, frozenset[str]]],
+    weight: float,
+    query_terms: frozenset[str] = frozenset(),
+) -> None:
     """A link list's words are about the pages it links to: its score keeps
-    ``1 - weight * share`` (``shares`` holds the chunks at or above ``LINK_LIST_SHARE``), so
-    "See also: [Postmortem: upload outage](...)" ranks below the postmortem. Scores stay 0-1."""
-    if weight <= 0 or not shares:
+    ``1 - weight * share``, so "See also: [Postmortem: upload outage](...)" ranks below the
+    postmortem. ``lists`` maps each chunk at or above ``LINK_LIST_SHARE`` to (its share, the
+    analysed terms of its own heading); a list whose heading holds a query term is what the
+    query asks for ("runbooks" and an index page's "Runbooks" list) and is left alone. The
+    share of each damped candidate is kept on it (``link_share``). Scores stay 0-1."""
+    if weight <= 0 or not lists:
         return
     for s in scored:
-        share = shares.get(s.key)
-        if share is not None:
-            s.link_share = share
-            s.score *= 1.0 - weight * share
+        found = lists.get(s.key)
+        if found is not None and not (found[1] & query_terms):
+            s.link_share = found[0]
+            s.score *= 1.0 - weight * found[0]
 
 
 def finalize(scored: list[Scored]) -> list[Scored]:

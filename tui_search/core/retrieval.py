@@ -466,8 +466,10 @@ class Retriever:
         self._token_cache: OrderedDict[str, np.ndarray] = OrderedDict()
         # ((vectors version, vector count) it was taken at, the index's common direction)
         self._centering: tuple[tuple[int, int], Centering | None] | None = None
-        # (the same stamp, chunk key -> link share of the index's link lists)
-        self._link_lists: tuple[tuple[int, int], dict[str, float]] | None = None
+        # (the same stamp, chunk key -> (link share, heading terms) of the index's link lists)
+        self._link_lists: (
+            tuple[tuple[int, int], dict[str, tuple[float, frozenset[str]]]] | None
+        ) = None
 
     def embed_query(self, text: str) -> np.ndarray:
         with self._cache_lock:
@@ -615,7 +617,9 @@ class Retriever:
             apply_exact_boost(scored, texts, list(plan.identifiers), fusion.exact_boost)
         blend_document(scored, fusion.document_weight)
         if fusion.link_list_damping > 0:
-            damp_link_lists(scored, self.link_lists(), fusion.link_list_damping)
+            damp_link_lists(
+                scored, self.link_lists(), fusion.link_list_damping, plan.highlight_terms
+            )
         ranked = finalize(scored)
         rest = _keyword_tail(tail, ranked, snap) if tail is not None else None
         if rest is not None and tiers:  # tiers reorder every result: make the rows
@@ -721,15 +725,19 @@ class Retriever:
             self._centering = (stamp, found)
         return found
 
-    def link_lists(self) -> dict[str, float]:
-        """Chunk key -> link share of every link-list chunk (``ranking.damp_link_lists``);
-        read again after chunks are written (each write moves the vectors version on)."""
+    def link_lists(self) -> dict[str, tuple[float, frozenset[str]]]:
+        """Chunk key -> (link share, analysed terms of its heading) of every link-list chunk
+        (``ranking.damp_link_lists``); read again after chunks are written (each write moves
+        the vectors version on)."""
         stamp = (self.index.vectors_version, len(self.index.vectors))
         with self._cache_lock:
             cached = self._link_lists
         if cached is not None and cached[0] == stamp:
             return cached[1]
-        found = self.index.store.link_shares(LINK_LIST_SHARE)
+        found = {
+            key: (share, frozenset(analyze(heading)))
+            for key, share, heading in self.index.store.link_lists(LINK_LIST_SHARE)
+        }
         with self._cache_lock:
             self._link_lists = (stamp, found)
         return found

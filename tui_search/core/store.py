@@ -420,11 +420,15 @@ class Store:
         sql = "SELECT vkey, key FROM chunks WHERE vkey IN {in}"
         return {int(v): k for v, k in self.select_in(sql, [int(v) for v in vkeys])}
 
-    def link_shares(self, at_least: float) -> dict[str, float]:
-        """Chunk key -> link share (``chunking.link_share``) of the chunks at or above
-        ``at_least`` (> 0): the link lists of the index, read through a partial index."""
-        sql = "SELECT key, link_share FROM chunks WHERE link_share > 0 AND link_share >= ?"
-        return dict(self._conn().execute(sql, (at_least,)))
+    def link_lists(self, at_least: float) -> list[tuple[str, float, str]]:
+        """(chunk key, link share, heading) of the chunks whose link share
+        (``chunking.link_share``) is at least ``at_least`` (> 0): the link lists of the index,
+        read through a partial index."""
+        sql = (
+            "SELECT key, link_share, heading FROM chunks "
+            "WHERE link_share > 0 AND link_share >= ?"
+        )
+        return [(r[0], float(r[1]), r[2]) for r in self._conn().execute(sql, (at_least,))]
 
     def match_texts(self, keys: Iterable[str]) -> dict[str, str]:
         """Chunk key -> the text identifiers are looked for in (content, then heading)."""
