@@ -467,9 +467,9 @@ class Retriever:
         # ((vectors version, vector count) it was taken at, the index's common direction)
         self._centering: tuple[tuple[int, int], Centering | None] | None = None
         # (the same stamp, chunk key -> (link share, heading terms) of the index's link lists)
-        self._link_lists: (
-            tuple[tuple[int, int], dict[str, tuple[float, frozenset[str]]]] | None
-        ) = None
+        self._link_lists: tuple[tuple[int, int], dict[str, tuple[float, frozenset[str]]]] | None = (
+            None
+        )
 
     def embed_query(self, text: str) -> np.ndarray:
         with self._cache_lock:

@@ -424,10 +424,7 @@ class Store:
         """(chunk key, link share, heading) of the chunks whose link share
         (``chunking.link_share``) is at least ``at_least`` (> 0): the link lists of the index,
         read through a partial index."""
-        sql = (
-            "SELECT key, link_share, heading FROM chunks "
-            "WHERE link_share > 0 AND link_share >= ?"
-        )
+        sql = "SELECT key, link_share, heading FROM chunks WHERE link_share > 0 AND link_share >= ?"
         return [(r[0], float(r[1]), r[2]) for r in self._conn().execute(sql, (at_least,))]
 
     def match_texts(self, keys: Iterable[str]) -> dict[str, str]:
