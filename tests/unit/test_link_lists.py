@@ -138,7 +138,7 @@ def test_see_also_lists_rank_below_the_page_they_link_to(
 def test_an_index_page_asked_for_by_its_heading_keeps_its_rank(
     tmp_path: Path, model: Model2VecEmbedder
 ) -> None:
-    """ "runbooks": the index page's "Runbooks" list is what the query names and is not
+    """The query "runbooks": the index page's "Runbooks" list is what the query names and is not
     damped; the runbooks' own "See also" lists are."""
     settings = Settings(workspace=SAMPLE_WORKSPACE, index_dir=tmp_path / "idx")
     with SearchEngine(settings, embedder=model) as engine:
