@@ -63,3 +63,34 @@ async def test_operators_and_warnings_show_with_the_results(
         await search(pilot, "restore mode:fast")
         assert info.display and "⚠" in str(info.visual)
         assert "literally" in str(info.visual)
+
+
+async def test_explain_view_says_when_a_link_list_was_ranked_down(
+    tmp_path: Path, app_factory: AppFactory
+) -> None:
+    ws = tmp_path / "links"
+    ws.mkdir()
+    (ws / "outage.md").write_text(
+        "# Upload outage\n\nThe upload outage began at 09:14 when the pool ran dry.\n",
+        encoding="utf-8",
+    )
+    (ws / "handbook.md").write_text(
+        "# Handbook\n\nBe kind on call.\n\n## See also\n\n- [Upload outage](outage.md)\n",
+        encoding="utf-8",
+    )
+    app = app_factory(ws)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        await search(pilot, "upload outage")
+        results = app.search_screen.last_results
+        assert results is not None
+        keys = [h.section_id for h in results.hits]
+        row = keys.index("handbook:see-also")
+        assert keys.index("outage:upload-outage") < row
+        await pilot.press("f2")
+        for _ in range(row):
+            await pilot.press("down")
+        await settle(pilot)
+        text = str(app.query_one("#explain").visual)
+        assert f"Why result {row + 1} ranks" in text
+        assert "link list" in text and "×0.70" in text and "100% of its text is link text" in text

@@ -67,6 +67,7 @@ def test_damping_keeps_one_minus_weight_times_share() -> None:
     scored = [Scored("a:see-also#0", score=0.8), Scored("b:body#0", score=0.6)]
     damp_link_lists(scored, lists, 0.3, frozenset({"upload", "outag"}))
     assert scored[0].score == pytest.approx(0.56) and scored[0].link_share == 1.0
+    assert scored[0].link_factor == pytest.approx(0.7) and scored[1].link_factor == 1.0
     assert scored[1].score == pytest.approx(0.6) and scored[1].link_share == 0.0
     assert [s.key for s in finalize(scored)] == ["b:body#0", "a:see-also#0"]
     off = [Scored("a:see-also#0", score=0.8)]

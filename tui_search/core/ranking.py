@@ -70,6 +70,8 @@ class Scored:
     matched_identifiers: tuple[str, ...] = ()
     #: Share of the chunk's text that is link text, when it is a link list (``damp_link_lists``).
     link_share: float = 0.0
+    #: What the link-list damping multiplied the score by (1 = not damped).
+    link_factor: float = 1.0
 
     def explain(self, weights: tuple[float, float], fusion: str) -> dict[str, object]:
         return {
@@ -84,6 +86,7 @@ class Scored:
             "boost": round(self.boost, 4),
             "document_best": round(self.document, 4),
             "link_share": round(self.link_share, 4),
+            "link_factor": round(self.link_factor, 4),
             "matched_identifiers": list(self.matched_identifiers),
             "weights": {"keyword": round(weights[0], 3), "semantic": round(weights[1], 3)},
             "fusion": fusion,
@@ -291,7 +294,8 @@ def damp_link_lists(
         found = lists.get(s.key)
         if found is not None and not (found[1] & query_terms):
             s.link_share = found[0]
-            s.score *= 1.0 - weight * found[0]
+            s.link_factor = 1.0 - weight * found[0]
+            s.score *= s.link_factor
 
 
 def finalize(scored: list[Scored]) -> list[Scored]:

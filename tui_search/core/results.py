@@ -56,8 +56,10 @@ class Explanation:
     soft_share: float
     fusion: str
     relevance: float
-    #: Share of the hit's text that is link text, when it is a link list ranked down for it.
+    #: Share of the hit's text that is link text, when it is a link list ranked down for it,
+    #: and the factor its score was multiplied by.
     link_share: float = 0.0
+    link_factor: float = 1.0
 
     @classmethod
     def from_scores(cls, scores: dict[str, Any], soft_share: float) -> Explanation | None:
@@ -85,6 +87,7 @@ class Explanation:
             fusion=fusion,
             relevance=_num(scores.get("relevance")),
             link_share=_num(scores.get("link_share")),
+            link_factor=_num(scores.get("link_factor"), 1.0),
         )
 
 

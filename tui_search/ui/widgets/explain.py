@@ -100,7 +100,10 @@ def explain_content(hit: Hit, why: Explanation | None, position: int | None) -> 
         rows.append(
             Content.assemble(
                 ("link list ", "bold"),
-                (f"{why.link_share:.0%} of its text is link text: ranked down", "$text-muted"),
+                (
+                    f"×{why.link_factor:.2f}  {why.link_share:.0%} of its text is link text",
+                    "$text-muted",
+                ),
             )
         )
     fused = (
@@ -108,9 +111,9 @@ def explain_content(hit: Hit, why: Explanation | None, position: int | None) -> 
         + cosine_w * why.cosine_norm
         + soft_w * why.soft_match_norm
     )
-    if fused > 0 and why.boost > 0:
+    if fused > 0 and why.boost > 0 and why.link_factor > 0:
         # the fusion scales the weighted sum by how sure the arms are for this query
-        scale = why.relevance / (fused * why.boost)
+        scale = why.relevance / (fused * why.boost * why.link_factor)
         rows.append(
             Content.assemble(
                 ("fused     ", "bold"),
