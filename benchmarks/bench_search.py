@@ -8,6 +8,11 @@ Prints p50/p95 (ms) over the same queries, in one process, for:
 and the ratios app-call / rank. Queries are the corpus' own headings (half phrased as
 questions), a deterministic sample.
 
+``--against NAME=VALUE`` also opens the same index with one setting changed (e.g.
+``link_list_damping=0``: the product without a ranking lever) and times the app's calls on both,
+query by query in turn, printing each side's p50/p95 and the p50/p95 of the per-query
+difference: what a ranking change costs on the user's path, in one run on the same data.
+
 Usage:
     python benchmarks/bench_search.py --workspace /tmp/corpora/rust-rfcs --index-dir DIR
 The index is built first when it is missing or stale (not timed).
@@ -16,6 +21,7 @@ The index is built first when it is missing or stale (not timed).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import random
 import resource
@@ -95,6 +101,42 @@ def rank_call(engine: SearchEngine, q: str) -> None:
         engine.rank(q, mode="hybrid")
 
 
+def changed_settings(settings: Settings, assignment: str) -> Settings:
+    """``settings`` with ``NAME=VALUE`` applied (the value read as the field's type)."""
+    name, _, raw = assignment.partition("=")
+    current = getattr(settings, name.strip())
+    if isinstance(current, bool):
+        value: Any = raw.strip().lower() in ("1", "true", "yes", "on")
+    elif current is None:
+        value = float(raw)
+    else:
+        value = type(current)(raw)
+    return dataclasses.replace(settings, **{name.strip(): value})
+
+
+def against(engine: SearchEngine, other: SearchEngine, queries: list[str], repeat: int) -> None:
+    """The app's calls on both engines, query by query in turn; p50/p95 of each and of the
+    per-query difference (this one minus the other)."""
+    for q in queries[:5]:  # warm-up
+        other.search(q, limit=50, group=True)
+    for group in (False, True):
+        mine: list[float] = []
+        theirs: list[float] = []
+        for i, q in enumerate(queries):
+            pair = [(mine, engine), (theirs, other)]
+            for out, eng in pair if i % 2 == 0 else pair[::-1]:
+                out.append(
+                    timed(lambda e=eng, q=q, g=group: e.search(q, limit=50, group=g), repeat)
+                )
+        diff = [a - b for a, b in zip(mine, theirs, strict=True)]
+        name = f"search(limit=50{', group' if group else ''})"
+        print(
+            f"{name:<26} shipped p50 {pct(mine, 0.5):6.1f} / p95 {pct(mine, 0.95):6.1f} ms;"
+            f" changed p50 {pct(theirs, 0.5):6.1f} / p95 {pct(theirs, 0.95):6.1f} ms;"
+            f" per-query difference p50 {pct(diff, 0.5):+6.2f} / p95 {pct(diff, 0.95):+6.2f} ms"
+        )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -106,13 +148,24 @@ def main() -> int:
     ap.add_argument("--extra", action="append", default=[], help="an extra filter query")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--slowest", type=int, default=0, help="print the N slowest queries per call")
+    ap.add_argument(
+        "--against",
+        metavar="NAME=VALUE",
+        help="also time the app's calls with this setting changed, on the same index",
+    )
     args = ap.parse_args()
 
-    engine = SearchEngine(Settings(workspace=args.workspace, index_dir=args.index_dir))
+    settings = Settings(workspace=args.workspace, index_dir=args.index_dir)
+    engine = SearchEngine(settings)
     if engine.stats().chunks == 0:
         engine.sync()
     natural = natural_queries(engine, args.queries, seed=7)
     filters = filter_queries(engine, natural, args.queries // 2) + list(args.extra)
+    if args.against:
+        other = SearchEngine(changed_settings(settings, args.against))
+        print(f"{args.workspace}: {engine.stats().chunks} chunks, against {args.against}")
+        against(engine, other, natural, args.repeat)
+        other.close()
     for q in natural[:5]:  # warm-up
         engine.search(q, limit=50, group=True)
     calls = {
