@@ -20,6 +20,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -446,6 +447,13 @@ class KeywordTail:
         )
 
 
+@lru_cache(maxsize=16_384)
+def heading_terms(heading: str) -> frozenset[str]:
+    """A heading's analysed terms; link lists share a few headings ("See also", "Related
+    links"), so the index's lists are read again after a write mostly from this cache."""
+    return frozenset(analyze(heading))
+
+
 class Retriever:
     """Ranks plans against one :class:`~tui_search.core.index.SearchIndex`."""
 
@@ -735,7 +743,7 @@ class Retriever:
         if cached is not None and cached[0] == stamp:
             return cached[1]
         found = {
-            key: (share, frozenset(analyze(heading)))
+            key: (share, heading_terms(heading))
             for key, share, heading in self.index.store.link_lists(LINK_LIST_SHARE)
         }
         with self._cache_lock:
