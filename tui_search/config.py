@@ -98,6 +98,11 @@ class Settings:
     #: ``chunking.link_share`` >= 0.5) keeps 1 - this x its link share of its score: its words
     #: describe the pages it links to (0 = off; chosen across every judged set, session 14).
     link_list_damping: float = 0.3
+    #: Hybrid and keyword mode: a section whose title and heading path hold the query's words
+    #: gains, its score multiplied by 1 + this x coverage² (coverage = the share of the
+    #: query's term weight found there; plain queries; 0 = off). Semantic mode ranks by
+    #: meaning and is left alone (chosen across every judged set, session 14).
+    heading_match_boost: float = 0.4
     #: Keyword arm: share of a chunk's BM25F taken from its whole file's BM25F (the file's
     #: chunks read as one document), so a file that covers the query as a whole lifts its
     #: sections (0 = sections scored on their own; chosen across every judged set).

@@ -94,3 +94,30 @@ async def test_explain_view_says_when_a_link_list_was_ranked_down(
         text = str(app.query_one("#explain").visual)
         assert f"Why result {row + 1} ranks" in text
         assert "link list" in text and "×0.70" in text and "100% of its text is link text" in text
+
+
+async def test_explain_view_shows_the_heading_match(
+    tmp_path: Path, app_factory: AppFactory
+) -> None:
+    ws = tmp_path / "headings"
+    ws.mkdir()
+    (ws / "outage.md").write_text(
+        "# Upload outage\n\nThe pool ran dry at 09:14 and requests failed.\n", encoding="utf-8"
+    )
+    (ws / "notes.md").write_text(
+        "# Notes\n\nAn upload stalled once; no outage followed.\n", encoding="utf-8"
+    )
+    app = app_factory(ws)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        await search(pilot, "upload outage")
+        results = app.search_screen.last_results
+        assert results is not None
+        row = [h.section_id for h in results.hits].index("outage:upload-outage")
+        await pilot.press("f2")
+        for _ in range(row):
+            await pilot.press("down")
+        await settle(pilot)
+        text = str(app.query_one("#explain").visual)
+        assert f"Why result {row + 1} ranks" in text
+        assert "headings" in text and "×1.40" in text and "100% of the query" in text

@@ -39,6 +39,9 @@ class FusionParams:
     semantic_centering: bool = Settings.semantic_centering
     #: Link-list sections keep ``1 - this * link share`` of their score (``damp_link_lists``).
     link_list_damping: float = Settings.link_list_damping
+    #: Sections whose heading path covers the query gain ``1 + this * coverage²``
+    #: (``apply_heading_match``).
+    heading_match_boost: float = Settings.heading_match_boost
 
     @classmethod
     def from_settings(cls, settings: Settings) -> FusionParams:
@@ -49,6 +52,7 @@ class FusionParams:
             file_vector_weight=settings.file_vector_weight,
             semantic_centering=settings.semantic_centering,
             link_list_damping=settings.link_list_damping,
+            heading_match_boost=settings.heading_match_boost,
         )
 
 
@@ -72,6 +76,11 @@ class Scored:
     link_share: float = 0.0
     #: What the link-list damping multiplied the score by (1 = not damped).
     link_factor: float = 1.0
+    #: Share of the query's term weight found in the title and heading path
+    #: (``apply_heading_match``).
+    heading_match: float = 0.0
+    #: What the heading match multiplied the score by (1 = nothing named).
+    heading_factor: float = 1.0
 
     def explain(self, weights: tuple[float, float], fusion: str) -> dict[str, object]:
         return {
@@ -87,6 +96,8 @@ class Scored:
             "document_best": round(self.document, 4),
             "link_share": round(self.link_share, 4),
             "link_factor": round(self.link_factor, 4),
+            "heading_match": round(self.heading_match, 4),
+            "heading_factor": round(self.heading_factor, 4),
             "matched_identifiers": list(self.matched_identifiers),
             "weights": {"keyword": round(weights[0], 3), "semantic": round(weights[1], 3)},
             "fusion": fusion,
@@ -213,9 +224,9 @@ def fused_score(entry: Scored, wk: float, ws: float, share: float) -> float:
 
 def refuse(scored: Iterable[Scored], params: FusionParams) -> list[Scored]:
     """A soft-matched hybrid ranking's candidates ranked again under other fusion weights
-    (keyword weight, soft share, document blend, link-list damping), as ``fuse``, the
-    exact-identifier boost, ``blend_document``, ``damp_link_lists`` and ``finalize`` would
-    have ranked them. Copies; the input is not
+    (keyword weight, soft share, document blend, link-list damping, heading match), as
+    ``fuse``, the exact-identifier boost, ``blend_document``, ``damp_link_lists``,
+    ``apply_heading_match`` and ``finalize`` would have ranked them. Copies; the input is not
     changed. For judging weights offline on the candidates a search already fused
     (``benchmarks/fusion_levers.py``): with the weights in force it gives the same order."""
     copies = [dataclasses.replace(s) for s in scored]
@@ -228,6 +239,8 @@ def refuse(scored: Iterable[Scored], params: FusionParams) -> list[Scored]:
     blend_document(copies, params.document_weight)
     damped = {s.key: (s.link_share, frozenset[str]()) for s in copies if s.link_share > 0}
     damp_link_lists(copies, damped, params.link_list_damping)
+    covered = {s.key: s.heading_match for s in copies if s.heading_match > 0}
+    apply_heading_match(copies, covered, params.heading_match_boost)
     return finalize(copies)
 
 
@@ -296,6 +309,30 @@ def damp_link_lists(
             s.link_share = found[0]
             s.link_factor = 1.0 - weight * found[0]
             s.score *= s.link_factor
+
+
+def heading_coverage(query: Mapping[str, float], heading_terms: frozenset[str]) -> float:
+    """Share (0-1) of the query's term weight (``lexical.query_term_weights``) whose terms
+    are among a section's title and heading-path terms."""
+    total = sum(query.values())
+    if total <= 0 or not heading_terms:
+        return 0.0
+    return sum(w for term, w in query.items() if term in heading_terms) / total
+
+
+def apply_heading_match(
+    scored: Iterable[Scored], coverage: Mapping[str, float], weight: float
+) -> None:
+    """A section whose title and headings name what the query asks about is about it: its
+    score is multiplied by ``1 + weight * coverage²`` (squared: naming most of the query counts,
+    one shared word barely does). ``finalize`` brings the scores back within 0-1."""
+    if weight <= 0:
+        return
+    for s in scored:
+        cov = coverage.get(s.key, 0.0)
+        s.heading_match = cov
+        s.heading_factor = 1.0 + weight * cov * cov
+        s.score *= s.heading_factor
 
 
 def finalize(scored: list[Scored]) -> list[Scored]:

@@ -60,6 +60,10 @@ class Explanation:
     #: and the factor its score was multiplied by.
     link_share: float = 0.0
     link_factor: float = 1.0
+    #: Share of the query's term weight in the hit's title and headings, and the factor it
+    #: gave the score.
+    heading_match: float = 0.0
+    heading_factor: float = 1.0
 
     @classmethod
     def from_scores(cls, scores: dict[str, Any], soft_share: float) -> Explanation | None:
@@ -88,6 +92,8 @@ class Explanation:
             relevance=_num(scores.get("relevance")),
             link_share=_num(scores.get("link_share")),
             link_factor=_num(scores.get("link_factor"), 1.0),
+            heading_match=_num(scores.get("heading_match")),
+            heading_factor=_num(scores.get("heading_factor"), 1.0),
         )
 
 

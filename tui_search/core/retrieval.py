@@ -14,6 +14,7 @@ It reads the index; it never writes.
 from __future__ import annotations
 
 import heapq
+import json
 import posixpath
 import re
 import threading
@@ -60,11 +61,13 @@ from tui_search.core.ranking import (
     FusionParams,
     Scored,
     apply_exact_boost,
+    apply_heading_match,
     blend_document,
     damp_link_lists,
     document_of,
     finalize,
     fuse,
+    heading_coverage,
 )
 from tui_search.core.softmatch import query_token_weights, soft_match_scores
 from tui_search.core.store import vector_key
@@ -447,6 +450,13 @@ class KeywordTail:
         )
 
 
+@lru_cache(maxsize=65_536)
+def heading_path_terms(title: str, heading_path: str) -> frozenset[str]:
+    """The analysed terms of a section's title and heading path (``heading_path`` as the
+    store keeps it, a JSON list); cached, as the same sections come back query after query."""
+    return frozenset(analyze(title)) | frozenset(analyze(" ".join(json.loads(heading_path))))
+
+
 @lru_cache(maxsize=16_384)
 def heading_terms(heading: str) -> frozenset[str]:
     """A heading's analysed terms; link lists share a few headings ("See also", "Related
@@ -504,6 +514,8 @@ class Retriever:
             blend += ", cosines without the index's common direction"
         if fusion.link_list_damping > 0:
             blend += f", link lists x(1 - {fusion.link_list_damping:g} x link share)"
+        if fusion.heading_match_boost > 0 and mode != "semantic":
+            blend += f", heading match x(1 + {fusion.heading_match_boost:g} x coverage²)"
         if mode == "semantic" and self.params.drop_question_words and self.soft_matching(fusion):
             blend += ", question words out of the soft match"
         if self.soft_matching(fusion):
@@ -628,6 +640,17 @@ class Retriever:
             damp_link_lists(
                 scored, self.link_lists(), fusion.link_list_damping, plan.highlight_terms
             )
+        if (
+            fusion.heading_match_boost > 0
+            and mode != "semantic"
+            and plan.plain_text is not None
+            and scored
+        ):
+            apply_heading_match(
+                scored,
+                self._heading_coverage(plan.plain_text, [s.key for s in scored]),
+                fusion.heading_match_boost,
+            )
         ranked = finalize(scored)
         rest = _keyword_tail(tail, ranked, snap) if tail is not None else None
         if rest is not None and tiers:  # tiers reorder every result: make the rows
@@ -749,6 +772,22 @@ class Retriever:
         with self._cache_lock:
             self._link_lists = (stamp, found)
         return found
+
+    def _heading_coverage(self, text: str, keys: list[str]) -> dict[str, float]:
+        """Chunk key -> share of the query's term weight (as the keyword arm weighs it) found
+        in the chunk's title and heading path (``ranking.apply_heading_match``)."""
+        p = self.params
+        weights = query_term_weights(
+            text, p.query_term_frequency, p.long_query_words, p.drop_question_words
+        )
+        if not weights:
+            return {}
+        out: dict[str, float] = {}
+        for key, (title, path) in self.index.store.heading_paths(keys).items():
+            cov = heading_coverage(weights, heading_path_terms(title, path))
+            if cov > 0:
+                out[key] = cov
+        return out
 
     def _centred_cosines(
         self, qvec: np.ndarray, semantic: list[tuple[str, float]], centering: Centering

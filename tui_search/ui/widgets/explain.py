@@ -96,6 +96,17 @@ def explain_content(hit: Hit, why: Explanation | None, position: int | None) -> 
         else "none"
     )
     rows.append(Content.assemble(("boost     ", "bold"), (f"{boost}", "$text-muted")))
+    if why.heading_match > 0:
+        rows.append(
+            Content.assemble(
+                ("headings  ", "bold"),
+                (
+                    f"×{why.heading_factor:.2f}  {why.heading_match:.0%} of the query is in its "
+                    "title and headings",
+                    "$text-muted",
+                ),
+            )
+        )
     if why.link_share > 0:
         rows.append(
             Content.assemble(
@@ -111,9 +122,10 @@ def explain_content(hit: Hit, why: Explanation | None, position: int | None) -> 
         + cosine_w * why.cosine_norm
         + soft_w * why.soft_match_norm
     )
-    if fused > 0 and why.boost > 0 and why.link_factor > 0:
+    factors = why.boost * why.link_factor * why.heading_factor
+    if fused > 0 and factors > 0:
         # the fusion scales the weighted sum by how sure the arms are for this query
-        scale = why.relevance / (fused * why.boost * why.link_factor)
+        scale = why.relevance / (fused * factors)
         rows.append(
             Content.assemble(
                 ("fused     ", "bold"),

@@ -1,0 +1,106 @@
+"""A section whose title and headings name what the query asks about gains (issue 10,
+session 14): ``1 + boost x coverage²`` in hybrid and keyword mode."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import SAMPLE_WORKSPACE
+from tui_search.config import Settings, load_settings
+from tui_search.core.embedding import Model2VecEmbedder
+from tui_search.core.engine import SearchEngine
+from tui_search.core.lexical import query_term_weights
+from tui_search.core.ranking import (
+    FusionParams,
+    Scored,
+    apply_heading_match,
+    heading_coverage,
+    refuse,
+)
+from tui_search.core.retrieval import heading_path_terms
+
+
+def test_coverage_is_the_share_of_the_query_weight_in_the_headings() -> None:
+    query = query_term_weights("BlobStore interface methods")
+    terms = heading_path_terms("Storage Layer", '["Storage Layer", "The BlobStore interface"]')
+    # "BlobStore" is also read as its parts; only "methods" is not in the headings
+    assert set(query) == {"blobstor", "blob", "store", "interfac", "method"}
+    assert {"blobstor", "blob", "store", "interfac"} <= terms and "method" not in terms
+    cov = heading_coverage(query, terms)
+    assert cov == pytest.approx(4 / 5)
+    assert heading_coverage(query, frozenset()) == 0.0
+    assert heading_coverage({}, terms) == 0.0
+    # a repeated word weighs 1 + ln 2, as in the keyword arm
+    twice = query_term_weights("backup backup restore")
+    assert heading_coverage(twice, heading_path_terms("Backups", "[]")) > 0.5
+
+
+def test_the_boost_is_one_plus_weight_times_coverage_squared() -> None:
+    scored = [Scored("a:x#0", score=0.5), Scored("b:y#0", score=0.6), Scored("c:z#0", score=0.4)]
+    apply_heading_match(scored, {"a:x#0": 1.0, "b:y#0": 0.5}, 0.4)
+    assert scored[0].score == pytest.approx(0.5 * 1.4) and scored[0].heading_match == 1.0
+    assert scored[0].heading_factor == pytest.approx(1.4) and scored[2].heading_factor == 1.0
+    assert scored[1].score == pytest.approx(0.6 * (1 + 0.4 * 0.25))
+    assert scored[2].score == pytest.approx(0.4) and scored[2].heading_match == 0.0
+    off = [Scored("a:x#0", score=0.5)]
+    apply_heading_match(off, {"a:x#0": 1.0}, 0.0)
+    assert off[0].score == 0.5
+
+
+def test_refuse_applies_the_heading_match_as_the_search_did() -> None:
+    a = Scored("a:named#0", keyword=12.0, keyword_norm=0.9, keyword_rank=2, heading_match=1.0)
+    b = Scored("b:body#0", keyword=13.0, keyword_norm=1.0, keyword_rank=1)
+    for s in (a, b):
+        s.semantic, s.semantic_norm, s.soft, s.soft_norm = 0.5, 1.0, 0.5, 1.0
+    on = refuse([a, b], FusionParams(document_weight=0.0, heading_match_boost=0.4))
+    off = refuse([a, b], FusionParams(document_weight=0.0, heading_match_boost=0.0))
+    assert [s.key for s in on] == ["a:named#0", "b:body#0"]
+    assert [s.key for s in off] == ["b:body#0", "a:named#0"]
+    assert all(0.0 <= s.score <= 1.0 for s in on)
+
+
+def test_the_setting_is_read_from_the_environment() -> None:
+    assert load_settings(env={"TUI_SEARCH_HEADING_MATCH_BOOST": "0"}).heading_match_boost == 0
+    assert Settings().heading_match_boost == FusionParams().heading_match_boost > 0
+
+
+@pytest.fixture(scope="module")
+def model() -> Model2VecEmbedder:
+    return Model2VecEmbedder()
+
+
+def _first(tmp_path: Path, model: Model2VecEmbedder, boost: float, mode: str) -> list[str]:
+    settings = Settings(
+        workspace=SAMPLE_WORKSPACE, index_dir=tmp_path / "idx", heading_match_boost=boost
+    )
+    with SearchEngine(settings, embedder=model) as engine:
+        engine.sync()
+        res = engine.search("BlobStore interface methods", mode=mode, limit=10, explain=True)
+    return [h.section_id for h in res.hits]
+
+
+def test_the_section_the_heading_names_comes_first(
+    tmp_path: Path, model: Model2VecEmbedder
+) -> None:
+    """The real index and model on sample_workspace (sample_eval q25): "BlobStore interface
+    methods" wants "The BlobStore interface"; it ranks third without the heading match, first
+    with it, in hybrid mode."""
+    named = "architecture/storage-layer:the-blobstore-interface"
+    assert _first(tmp_path, model, 0.0, "hybrid")[0] != named
+    assert _first(tmp_path, model, Settings().heading_match_boost, "hybrid")[0] == named
+
+
+def test_semantic_mode_is_left_alone(tmp_path: Path, model: Model2VecEmbedder) -> None:
+    settings = Settings(workspace=SAMPLE_WORKSPACE, index_dir=tmp_path / "idx")
+    with SearchEngine(settings, embedder=model) as engine:
+        engine.sync()
+        sem = engine.search("BlobStore interface methods", mode="semantic", limit=10, explain=True)
+        kw = engine.search("BlobStore interface methods", mode="keyword", limit=10, explain=True)
+    assert all(h.scores["heading_match"] == 0.0 for h in sem.hits)
+    assert "heading match" not in str(sem.hits[0].scores["fusion"])
+    by_id = {h.section_id: h for h in kw.hits}
+    assert by_id["architecture/storage-layer:the-blobstore-interface"].scores[
+        "heading_match"
+    ] == pytest.approx(4 / 5)
