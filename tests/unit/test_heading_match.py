@@ -104,3 +104,29 @@ def test_semantic_mode_is_left_alone(tmp_path: Path, model: Model2VecEmbedder) -
     assert by_id["architecture/storage-layer:the-blobstore-interface"].scores[
         "heading_match"
     ] == pytest.approx(4 / 5)
+
+
+def test_a_retitled_file_is_seen_by_the_next_search(
+    sample_copy: Path, tmp_path: Path, model: Model2VecEmbedder
+) -> None:
+    """The heading terms are kept between searches; a write starts them again. Renaming the
+    page changes the heading path of its sections while their ids stay."""
+    page = sample_copy / "personal" / "travel" / "zurich-trip.md"
+    key = "personal/travel/zurich-trip:getting-around"
+    settings = Settings(workspace=sample_copy, index_dir=tmp_path / "idx")
+    with SearchEngine(settings, embedder=model) as engine:
+        engine.sync()
+        before = engine.search("tram tickets lucerne", mode="keyword", limit=50, explain=True)
+        hit = next(h for h in before.hits if h.section_id == key)
+        assert hit.scores["heading_match"] == 0.0
+        text = page.read_text(encoding="utf-8")
+        page.write_text(
+            text.replace("title: Zürich, October", "title: Lucerne").replace(
+                "# Zürich, October", "# Lucerne"
+            ),
+            encoding="utf-8",
+        )
+        engine.sync()
+        after = engine.search("tram tickets lucerne", mode="keyword", limit=50, explain=True)
+    hit = next(h for h in after.hits if h.section_id == key)
+    assert hit.scores["heading_match"] > 0.0

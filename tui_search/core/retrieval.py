@@ -450,6 +450,10 @@ class KeywordTail:
         )
 
 
+#: Chunks whose heading terms a retriever keeps between queries (then it starts again).
+HEADING_CACHE = 200_000
+
+
 @lru_cache(maxsize=65_536)
 def heading_path_terms(title: str, heading_path: str) -> frozenset[str]:
     """The analysed terms of a section's title and heading path (``heading_path`` as the
@@ -484,6 +488,9 @@ class Retriever:
         self._token_cache: OrderedDict[str, np.ndarray] = OrderedDict()
         # ((vectors version, vector count) it was taken at, the index's common direction)
         self._centering: tuple[tuple[int, int], Centering | None] | None = None
+        # (the same stamp, chunk key -> terms of its title and heading path), filled as
+        # candidates come (``_heading_coverage``)
+        self._heading_terms: tuple[tuple[int, int], dict[str, frozenset[str]]] = ((-1, -1), {})
         # (the same stamp, chunk key -> (link share, heading terms) of the index's link lists)
         self._link_lists: tuple[tuple[int, int], dict[str, tuple[float, frozenset[str]]]] | None = (
             None
@@ -782,9 +789,22 @@ class Retriever:
         )
         if not weights:
             return {}
+        stamp = (self.index.vectors_version, len(self.index.vectors))
+        with self._cache_lock:
+            if self._heading_terms[0] != stamp or len(self._heading_terms[1]) > HEADING_CACHE:
+                self._heading_terms = (stamp, {})  # a write may have changed headings
+            known = self._heading_terms[1]
+        missing = [k for k in keys if k not in known]
+        if missing:
+            found = {
+                key: heading_path_terms(title, path)
+                for key, (title, path) in self.index.store.heading_paths(missing).items()
+            }
+            with self._cache_lock:
+                known.update(found)
         out: dict[str, float] = {}
-        for key, (title, path) in self.index.store.heading_paths(keys).items():
-            cov = heading_coverage(weights, heading_path_terms(title, path))
+        for key in keys:
+            cov = heading_coverage(weights, known.get(key, frozenset()))
             if cov > 0:
                 out[key] = cov
         return out
