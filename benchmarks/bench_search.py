@@ -8,7 +8,7 @@ Prints p50/p95 (ms) over the same queries, in one process, for:
 and the ratios app-call / rank. Queries are the corpus' own headings (half phrased as
 questions), a deterministic sample.
 
-``--against NAME=VALUE`` also opens the same index with one setting changed (e.g.
+``--against NAME=VALUE[,NAME=VALUE...]`` also opens the same index with settings changed (e.g.
 ``link_list_damping=0``: the product without a ranking lever) and times the app's calls on both,
 query by query in turn, printing each side's p50/p95 and the p50/p95 of the per-query
 difference: what a ranking change costs on the user's path, in one run on the same data.
@@ -101,17 +101,20 @@ def rank_call(engine: SearchEngine, q: str) -> None:
         engine.rank(q, mode="hybrid")
 
 
-def changed_settings(settings: Settings, assignment: str) -> Settings:
-    """``settings`` with ``NAME=VALUE`` applied (the value read as the field's type)."""
-    name, _, raw = assignment.partition("=")
-    current = getattr(settings, name.strip())
-    if isinstance(current, bool):
-        value: Any = raw.strip().lower() in ("1", "true", "yes", "on")
-    elif current is None:
-        value = float(raw)
-    else:
-        value = type(current)(raw)
-    return dataclasses.replace(settings, **{name.strip(): value})
+def changed_settings(settings: Settings, assignments: str) -> Settings:
+    """``settings`` with ``NAME=VALUE[,NAME=VALUE...]`` applied (each value read as its
+    field's type)."""
+    changes: dict[str, Any] = {}
+    for assignment in assignments.split(","):
+        name, _, raw = assignment.partition("=")
+        current = getattr(settings, name.strip())
+        if isinstance(current, bool):
+            changes[name.strip()] = raw.strip().lower() in ("1", "true", "yes", "on")
+        elif current is None:
+            changes[name.strip()] = float(raw)
+        else:
+            changes[name.strip()] = type(current)(raw)
+    return dataclasses.replace(settings, **changes)
 
 
 def against(engine: SearchEngine, other: SearchEngine, queries: list[str], repeat: int) -> None:
@@ -150,8 +153,8 @@ def main() -> int:
     ap.add_argument("--slowest", type=int, default=0, help="print the N slowest queries per call")
     ap.add_argument(
         "--against",
-        metavar="NAME=VALUE",
-        help="also time the app's calls with this setting changed, on the same index",
+        metavar="NAME=VALUE[,...]",
+        help="also time the app's calls with these settings changed, on the same index",
     )
     args = ap.parse_args()
 

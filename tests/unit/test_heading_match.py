@@ -3,6 +3,7 @@ session 14): ``1 + boost x coverage²`` in hybrid and keyword mode."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -16,25 +17,40 @@ from tui_search.core.ranking import (
     FusionParams,
     Scored,
     apply_heading_match,
-    heading_coverage,
     refuse,
 )
-from tui_search.core.retrieval import heading_path_terms
+from tui_search.core.retrieval import HEADING_FIELDS
 
 
-def test_coverage_is_the_share_of_the_query_weight_in_the_headings() -> None:
-    query = query_term_weights("BlobStore interface methods")
-    terms = heading_path_terms("Storage Layer", '["Storage Layer", "The BlobStore interface"]')
-    # "BlobStore" is also read as its parts; only "methods" is not in the headings
-    assert set(query) == {"blobstor", "blob", "store", "interfac", "method"}
-    assert {"blobstor", "blob", "store", "interfac"} <= terms and "method" not in terms
-    cov = heading_coverage(query, terms)
-    assert cov == pytest.approx(4 / 5)
-    assert heading_coverage(query, frozenset()) == 0.0
-    assert heading_coverage({}, terms) == 0.0
-    # a repeated word weighs 1 + ln 2, as in the keyword arm
-    twice = query_term_weights("backup backup restore")
-    assert heading_coverage(twice, heading_path_terms("Backups", "[]")) > 0.5
+def test_coverage_is_the_share_of_the_query_weight_in_the_headings(
+    tmp_path: Path, fake_embedder: object
+) -> None:
+    """Read from the keyword index's title and heading postings of each candidate."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "storage.md").write_text(
+        "# Storage Layer\n\nIntro.\n\n## The BlobStore interface\n\nput, get, delete.\n",
+        encoding="utf-8",
+    )
+    (ws / "backups.md").write_text("# Backups\n\nNightly backup and restore.\n", encoding="utf-8")
+    settings = Settings(workspace=ws, index_dir=tmp_path / "idx")
+    with SearchEngine(settings, embedder=fake_embedder) as engine:  # type: ignore[arg-type]
+        engine.sync()
+        snap = engine.index.lexical.snapshot()
+        keys = ["storage:the-blobstore-interface#0", "storage:storage-layer#0", "backups:backups#0"]
+        docnums = snap.docnums_of(keys)
+        query = query_term_weights("BlobStore interface methods")
+        # "BlobStore" is also read as its parts; only "methods" is in no heading
+        assert set(query) == {"blobstor", "blob", "store", "interfac", "method"}
+        cov = snap.field_coverage(docnums, query, HEADING_FIELDS)
+        assert cov.tolist() == pytest.approx([4 / 5, 0.0, 0.0])
+        # a repeated word weighs 1 + ln 2, as in the keyword arm
+        twice = query_term_weights("backup backup restore")
+        cov = snap.field_coverage(docnums, twice, HEADING_FIELDS)
+        assert cov[2] == pytest.approx((1 + math.log(2)) / (2 + math.log(2)))
+        # a key the index does not hold covers nothing
+        none = snap.field_coverage(snap.docnums_of(["gone:x#0"]), query, HEADING_FIELDS)
+        assert none.tolist() == [0.0]
 
 
 def test_the_boost_is_one_plus_weight_times_coverage_squared() -> None:

@@ -15,7 +15,7 @@ import re
 import shutil
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -978,6 +978,28 @@ class LexicalSnapshot:
     def file_ordinals(self) -> np.ndarray:
         """docnum -> the ordinal of its file (-1 for a deleted chunk)."""
         return self._fast.file_ordinals(self.searcher)
+
+    def field_coverage(
+        self, docnums: np.ndarray, weights: Mapping[str, float], fields: Sequence[str]
+    ) -> np.ndarray:
+        """For each docnum (-1 = none): the share (0-1) of ``weights`` (analysed query term ->
+        weight) whose terms any of ``fields`` of that document holds, from the postings."""
+        out = np.zeros(len(docnums), dtype=np.float64)
+        total = sum(weights.values())
+        ok = (docnums >= 0) & (docnums < self.size)
+        if total <= 0 or not ok.any():
+            return out
+        at = docnums[ok]
+        covered = np.zeros(len(at), dtype=np.float64)
+        for term, weight in weights.items():
+            has = np.zeros(self.size, dtype=bool)
+            for name in fields:
+                ids = self._fast.term_docnums(self.searcher, name, term)
+                if ids is not None:
+                    has[ids[ids < self.size]] = True
+            covered += weight * has[at]
+        out[ok] = covered / total
+        return out
 
     def docnums_of(self, keys: Sequence[str]) -> np.ndarray:
         """The live docnum holding each chunk key (-1 when none does), found through the

@@ -311,15 +311,6 @@ def damp_link_lists(
             s.score *= s.link_factor
 
 
-def heading_coverage(query: Mapping[str, float], heading_terms: frozenset[str]) -> float:
-    """Share (0-1) of the query's term weight (``lexical.query_term_weights``) whose terms
-    are among a section's title and heading-path terms."""
-    total = sum(query.values())
-    if total <= 0 or not heading_terms:
-        return 0.0
-    return sum(w for term, w in query.items() if term in heading_terms) / total
-
-
 def apply_heading_match(
     scored: Iterable[Scored], coverage: Mapping[str, float], weight: float
 ) -> None:

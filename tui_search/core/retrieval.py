@@ -14,7 +14,6 @@ It reads the index; it never writes.
 from __future__ import annotations
 
 import heapq
-import json
 import posixpath
 import re
 import threading
@@ -67,7 +66,6 @@ from tui_search.core.ranking import (
     document_of,
     finalize,
     fuse,
-    heading_coverage,
 )
 from tui_search.core.softmatch import query_token_weights, soft_match_scores
 from tui_search.core.store import vector_key
@@ -450,15 +448,8 @@ class KeywordTail:
         )
 
 
-#: Chunks whose heading terms a retriever keeps between queries (then it starts again).
-HEADING_CACHE = 200_000
-
-
-@lru_cache(maxsize=65_536)
-def heading_path_terms(title: str, heading_path: str) -> frozenset[str]:
-    """The analysed terms of a section's title and heading path (``heading_path`` as the
-    store keeps it, a JSON list); cached, as the same sections come back query after query."""
-    return frozenset(analyze(title)) | frozenset(analyze(" ".join(json.loads(heading_path))))
+#: The keyword index's fields a section's title and heading path are in (``lexical``).
+HEADING_FIELDS = ("title", "heading")
 
 
 @lru_cache(maxsize=16_384)
@@ -488,9 +479,6 @@ class Retriever:
         self._token_cache: OrderedDict[str, np.ndarray] = OrderedDict()
         # ((vectors version, vector count) it was taken at, the index's common direction)
         self._centering: tuple[tuple[int, int], Centering | None] | None = None
-        # (the same stamp, chunk key -> terms of its title and heading path), filled as
-        # candidates come (``_heading_coverage``)
-        self._heading_terms: tuple[tuple[int, int], dict[str, frozenset[str]]] = ((-1, -1), {})
         # (the same stamp, chunk key -> (link share, heading terms) of the index's link lists)
         self._link_lists: tuple[tuple[int, int], dict[str, tuple[float, frozenset[str]]]] | None = (
             None
@@ -655,7 +643,7 @@ class Retriever:
         ):
             apply_heading_match(
                 scored,
-                self._heading_coverage(plan.plain_text, [s.key for s in scored]),
+                self._heading_coverage(plan.plain_text, [s.key for s in scored], snap),
                 fusion.heading_match_boost,
             )
         ranked = finalize(scored)
@@ -780,34 +768,20 @@ class Retriever:
             self._link_lists = (stamp, found)
         return found
 
-    def _heading_coverage(self, text: str, keys: list[str]) -> dict[str, float]:
-        """Chunk key -> share of the query's term weight (as the keyword arm weighs it) found
-        in the chunk's title and heading path (``ranking.apply_heading_match``)."""
+    def _heading_coverage(
+        self, text: str, keys: list[str], snap: LexicalSnapshot
+    ) -> dict[str, float]:
+        """Chunk key -> share of the query's term weight (as the keyword arm weighs it) that
+        the chunk's title and heading path hold, read from the keyword index's postings of
+        those fields (``ranking.apply_heading_match``)."""
         p = self.params
         weights = query_term_weights(
             text, p.query_term_frequency, p.long_query_words, p.drop_question_words
         )
         if not weights:
             return {}
-        stamp = (self.index.vectors_version, len(self.index.vectors))
-        with self._cache_lock:
-            if self._heading_terms[0] != stamp or len(self._heading_terms[1]) > HEADING_CACHE:
-                self._heading_terms = (stamp, {})  # a write may have changed headings
-            known = self._heading_terms[1]
-        missing = [k for k in keys if k not in known]
-        if missing:
-            found = {
-                key: heading_path_terms(title, path)
-                for key, (title, path) in self.index.store.heading_paths(missing).items()
-            }
-            with self._cache_lock:
-                known.update(found)
-        out: dict[str, float] = {}
-        for key in keys:
-            cov = heading_coverage(weights, known.get(key, frozenset()))
-            if cov > 0:
-                out[key] = cov
-        return out
+        found = snap.field_coverage(snap.docnums_of(keys), weights, HEADING_FIELDS)
+        return {keys[i]: float(found[i]) for i in np.flatnonzero(found > 0).tolist()}
 
     def _centred_cosines(
         self, qvec: np.ndarray, semantic: list[tuple[str, float]], centering: Centering

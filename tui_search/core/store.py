@@ -427,11 +427,6 @@ class Store:
         sql = "SELECT key, link_share, heading FROM chunks WHERE link_share > 0 AND link_share >= ?"
         return [(r[0], float(r[1]), r[2]) for r in self._conn().execute(sql, (at_least,))]
 
-    def heading_paths(self, keys: Iterable[str]) -> dict[str, tuple[str, str]]:
-        """Chunk key -> (title, heading path as stored: a JSON list)."""
-        sql = "SELECT key, title, heading_path FROM chunks WHERE key IN {in}"
-        return {r[0]: (r[1], r[2]) for r in self.select_in(sql, keys)}
-
     def match_texts(self, keys: Iterable[str]) -> dict[str, str]:
         """Chunk key -> the text identifiers are looked for in (content, then heading)."""
         sql = "SELECT key, content || char(10) || heading FROM chunks WHERE key IN {in}"
