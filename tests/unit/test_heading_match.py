@@ -29,7 +29,7 @@ def test_coverage_is_the_share_of_the_query_weight_in_the_headings(
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "storage.md").write_text(
-        "# Storage Layer\n\nIntro.\n\n## The BlobStore interface\n\nput, get, delete.\n",
+        "# Storage Layer\n\nIntro.\n\n## The BlobStore interface\n\nIts methods: put, get, delete.\n",
         encoding="utf-8",
     )
     (ws / "backups.md").write_text("# Backups\n\nNightly backup and restore.\n", encoding="utf-8")
@@ -48,6 +48,10 @@ def test_coverage_is_the_share_of_the_query_weight_in_the_headings(
         twice = query_term_weights("backup backup restore")
         cov = snap.field_coverage(docnums, twice, HEADING_FIELDS)
         assert cov[2] == pytest.approx((1 + math.log(2)) / (2 + math.log(2)))
+        # a word no section holds is left out of the share: nothing could cover it
+        typo = query_term_weights("BlobStore interface methods qwxzy")
+        cov = snap.field_coverage(docnums, typo, HEADING_FIELDS)
+        assert cov[0] == pytest.approx(4 / 5)
         # a key the index does not hold covers nothing
         none = snap.field_coverage(snap.docnums_of(["gone:x#0"]), query, HEADING_FIELDS)
         assert none.tolist() == [0.0]

@@ -983,22 +983,27 @@ class LexicalSnapshot:
         self, docnums: np.ndarray, weights: Mapping[str, float], fields: Sequence[str]
     ) -> np.ndarray:
         """For each docnum (-1 = none): the share (0-1) of ``weights`` (analysed query term ->
-        weight) whose terms any of ``fields`` of that document holds, from the postings."""
+        weight) whose terms any of ``fields`` of that document holds, from the postings. A
+        term no section of the index holds (a typo, "title" of "title:x") is left out of the
+        share: nothing could cover it."""
         out = np.zeros(len(docnums), dtype=np.float64)
-        total = sum(weights.values())
         ok = (docnums >= 0) & (docnums < self.size)
-        if total <= 0 or not ok.any():
+        if not ok.any():
             return out
         at = docnums[ok]
         covered = np.zeros(len(at), dtype=np.float64)
+        total = 0.0
         for term, weight in weights.items():
             has = np.zeros(self.size, dtype=bool)
             for name in fields:
                 ids = self._fast.term_docnums(self.searcher, name, term)
                 if ids is not None:
                     has[ids[ids < self.size]] = True
-            covered += weight * has[at]
-        out[ok] = covered / total
+            if has.any() or self._fast.term_docnums(self.searcher, "body", term) is not None:
+                total += weight
+                covered += weight * has[at]
+        if total > 0:
+            out[ok] = covered / total
         return out
 
     def docnums_of(self, keys: Sequence[str]) -> np.ndarray:
