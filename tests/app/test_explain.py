@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from apphelpers import AppFactory, ready, search, settle
@@ -65,59 +66,63 @@ async def test_operators_and_warnings_show_with_the_results(
         assert "literally" in str(info.visual)
 
 
-async def test_explain_view_says_when_a_link_list_was_ranked_down(
-    tmp_path: Path, app_factory: AppFactory
-) -> None:
-    ws = tmp_path / "links"
-    ws.mkdir()
-    (ws / "outage.md").write_text(
-        "# Upload outage\n\nThe upload outage began at 09:14 when the pool ran dry.\n",
-        encoding="utf-8",
-    )
-    (ws / "handbook.md").write_text(
-        "# Handbook\n\nBe kind on call.\n\n## See also\n\n- [Upload outage](outage.md)\n",
-        encoding="utf-8",
-    )
-    app = app_factory(ws)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await ready(pilot)
-        await search(pilot, "upload outage")
-        results = app.search_screen.last_results
-        assert results is not None
-        keys = [h.section_id for h in results.hits]
-        row = keys.index("handbook:see-also")
-        assert keys.index("outage:upload-outage") < row
-        await pilot.press("f2")
-        for _ in range(row):
-            await pilot.press("down")
-        await settle(pilot)
-        text = str(app.query_one("#explain").visual)
-        assert f"Why result {row + 1} ranks" in text
-        assert "link list" in text and "×0.70" in text and "100% of its text is link text" in text
+def write_notes(root: Path, files: dict[str, str]) -> Path:
+    root.mkdir()
+    for name, text in files.items():
+        (root / name).write_text(text, encoding="utf-8")
+    return root
 
 
-async def test_explain_view_shows_the_heading_match(
-    tmp_path: Path, app_factory: AppFactory
+async def explain_section(pilot: Any, query: str, section_id: str) -> tuple[list[str], str]:
+    """Search, select the hit of ``section_id`` with the explain view open: (the hits'
+    section ids, the explain view's text)."""
+    await search(pilot, query)
+    results = pilot.app.search_screen.last_results
+    assert results is not None
+    keys = [h.section_id for h in results.hits]
+    row = keys.index(section_id)
+    await pilot.press("f2")
+    for _ in range(row):
+        await pilot.press("down")
+    await settle(pilot)
+    text = str(pilot.app.query_one("#explain").visual)
+    assert f"Why result {row + 1} ranks" in text
+    return keys, text
+
+
+@pytest.mark.parametrize(
+    ("files", "section_id", "shown"),
+    [
+        pytest.param(  # the list that links to the page it names is ranked down
+            {
+                "outage.md": "# Upload outage\n\nThe upload outage began when the pool ran dry.\n",
+                "handbook.md": "# Handbook\n\nBe kind.\n\n## See also\n\n- [Upload outage](outage.md)\n",
+            },
+            "handbook:see-also",
+            ["link list", "×0.70", "100% of its text is link text"],
+            id="link-list",
+        ),
+        pytest.param(  # the page whose heading names the query gains
+            {
+                "outage.md": "# Upload outage\n\nThe pool ran dry at 09:14 and requests failed.\n",
+                "notes.md": "# Notes\n\nAn upload stalled once; no outage followed.\n",
+            },
+            "outage:upload-outage",
+            ["headings", "×1.40", "100% of the query"],
+            id="heading-match",
+        ),
+    ],
+)
+async def test_explain_view_shows_link_lists_and_heading_matches(
+    tmp_path: Path,
+    app_factory: AppFactory,
+    files: dict[str, str],
+    section_id: str,
+    shown: list[str],
 ) -> None:
-    ws = tmp_path / "headings"
-    ws.mkdir()
-    (ws / "outage.md").write_text(
-        "# Upload outage\n\nThe pool ran dry at 09:14 and requests failed.\n", encoding="utf-8"
-    )
-    (ws / "notes.md").write_text(
-        "# Notes\n\nAn upload stalled once; no outage followed.\n", encoding="utf-8"
-    )
-    app = app_factory(ws)
+    app = app_factory(write_notes(tmp_path / "ws-explain", files))
     async with app.run_test(size=(120, 40)) as pilot:
         await ready(pilot)
-        await search(pilot, "upload outage")
-        results = app.search_screen.last_results
-        assert results is not None
-        row = [h.section_id for h in results.hits].index("outage:upload-outage")
-        await pilot.press("f2")
-        for _ in range(row):
-            await pilot.press("down")
-        await settle(pilot)
-        text = str(app.query_one("#explain").visual)
-        assert f"Why result {row + 1} ranks" in text
-        assert "headings" in text and "×1.40" in text and "100% of the query" in text
+        keys, text = await explain_section(pilot, "upload outage", section_id)
+    assert keys.index("outage:upload-outage") <= keys.index(section_id)
+    assert all(part in text for part in shown), text

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import SAMPLE_WORKSPACE
-from tui_search.config import Settings, load_settings
+from tui_search.config import Settings
 from tui_search.core.embedding import Model2VecEmbedder
 from tui_search.core.engine import SearchEngine
 from tui_search.core.lexical import query_term_weights
@@ -79,11 +79,6 @@ def test_refuse_applies_the_heading_match_as_the_search_did() -> None:
     assert [s.key for s in on] == ["a:named#0", "b:body#0"]
     assert [s.key for s in off] == ["b:body#0", "a:named#0"]
     assert all(0.0 <= s.score <= 1.0 for s in on)
-
-
-def test_the_setting_is_read_from_the_environment() -> None:
-    assert load_settings(env={"TUI_SEARCH_HEADING_MATCH_BOOST": "0"}).heading_match_boost == 0
-    assert Settings().heading_match_boost == FusionParams().heading_match_boost > 0
 
 
 @pytest.fixture(scope="module")

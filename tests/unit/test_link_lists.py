@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import SAMPLE_WORKSPACE
-from tui_search.config import Settings, load_settings
+from tui_search.config import Settings
 from tui_search.core.chunking import link_share, parse_document
 from tui_search.core.embedding import Model2VecEmbedder
 from tui_search.core.engine import SearchEngine
@@ -94,11 +94,6 @@ def test_refuse_damps_as_the_search_did() -> None:
     off = refuse([a, b], FusionParams(document_weight=0.0, link_list_damping=0.0))
     assert [s.key for s in on] == ["b:body#0", "a:see-also#0"]
     assert [s.key for s in off] == ["a:see-also#0", "b:body#0"]
-
-
-def test_the_setting_is_read_from_the_environment() -> None:
-    assert load_settings(env={"TUI_SEARCH_LINK_LIST_DAMPING": "0"}).link_list_damping == 0.0
-    assert Settings().link_list_damping == FusionParams().link_list_damping > 0
 
 
 @pytest.fixture(scope="module")

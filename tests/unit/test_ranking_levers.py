@@ -9,7 +9,7 @@ import pytest
 from tui_search.config import Settings
 from tui_search.core.bm25 import flatten_disjunction
 from tui_search.core.lexical import LexicalParams, plain_query, query_term_weights
-from tui_search.core.ranking import Scored, blend_document, document_of, finalize
+from tui_search.core.ranking import FusionParams, Scored, blend_document, document_of, finalize
 
 
 def test_repeated_query_words_weigh_one_plus_log_count() -> None:
@@ -76,8 +76,13 @@ def test_settings_are_the_one_home_of_the_weights() -> None:
             "TUI_SEARCH_LONG_QUERY_WORDS": "0",
             "TUI_SEARCH_FILE_VECTOR_WEIGHT": "0.3",
             "TUI_SEARCH_DROP_QUESTION_WORDS": "0",
+            "TUI_SEARCH_LINK_LIST_DAMPING": "0",
+            "TUI_SEARCH_HEADING_MATCH_BOOST": "0.25",
         }
     )
+    assert (s.link_list_damping, s.heading_match_boost) == (0.0, 0.25)
+    assert Settings().link_list_damping == FusionParams().link_list_damping > 0
+    assert Settings().heading_match_boost == FusionParams().heading_match_boost > 0
     assert s.drop_question_words is False and Settings().drop_question_words
     assert s.file_vector_weight == 0.3 and Settings().file_vector_weight == 0.1
     assert (s.title_boost, s.query_term_frequency, s.document_weight) == (0.5, False, 0.0)
