@@ -100,7 +100,7 @@ class Settings:
     link_list_damping: float = 0.3
     #: Hybrid and keyword mode: a section whose title and heading path hold the query's words
     #: gains, its score multiplied by 1 + this x coverage² (coverage = the share of the
-    #: query's term weight found there; plain queries; 0 = off). Semantic mode ranks by
+    #: query's term weight found there, filters aside; 0 = off). Semantic mode ranks by
     #: meaning and is left alone (chosen across every judged set, session 14).
     heading_match_boost: float = 0.4
     #: Keyword arm: share of a chunk's BM25F taken from its whole file's BM25F (the file's

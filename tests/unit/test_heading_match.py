@@ -107,6 +107,21 @@ def test_the_section_the_heading_names_comes_first(
     assert _first(tmp_path, model, Settings().heading_match_boost, "hybrid")[0] == named
 
 
+def test_a_filter_keeps_the_heading_match(tmp_path: Path, model: Model2VecEmbedder) -> None:
+    """Adding a filter restricts the results; it does not turn the heading match off."""
+    settings = Settings(workspace=SAMPLE_WORKSPACE, index_dir=tmp_path / "idx")
+    with SearchEngine(settings, embedder=model) as engine:
+        engine.sync()
+        plain = engine.search("BlobStore interface methods", limit=50, explain=True)
+        scoped = engine.search(
+            "BlobStore interface methods path:architecture/*", limit=50, explain=True
+        )
+    named = "architecture/storage-layer:the-blobstore-interface"
+    by_id = {h.section_id: h for h in scoped.hits}
+    assert by_id[named].scores["heading_match"] == pytest.approx(4 / 5)
+    assert scoped.hits[0].section_id == named == plain.hits[0].section_id
+
+
 def test_semantic_mode_is_left_alone(tmp_path: Path, model: Model2VecEmbedder) -> None:
     settings = Settings(workspace=SAMPLE_WORKSPACE, index_dir=tmp_path / "idx")
     with SearchEngine(settings, embedder=model) as engine:

@@ -635,15 +635,17 @@ class Retriever:
             damp_link_lists(
                 scored, self.link_lists(), fusion.link_list_damping, plan.highlight_terms
             )
-        if (
-            fusion.heading_match_boost > 0
-            and mode != "semantic"
-            and plan.plain_text is not None
-            and scored
-        ):
+        # the words a heading can name: a plain query's, or those of a query with filters
+        # and exclusions (its semantic text), so a filter never changes the order it keeps
+        named = (
+            plan.plain_text
+            if plan.plain_text is not None
+            else (plan.semantic_text if plan.tree is not None else None)
+        )
+        if fusion.heading_match_boost > 0 and mode != "semantic" and named and scored:
             apply_heading_match(
                 scored,
-                self._heading_coverage(plan.plain_text, [s.key for s in scored], snap),
+                self._heading_coverage(named, [s.key for s in scored], snap),
                 fusion.heading_match_boost,
             )
         ranked = finalize(scored)
