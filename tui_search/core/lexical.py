@@ -984,7 +984,7 @@ class LexicalSnapshot:
     ) -> np.ndarray:
         """For each docnum (-1 = none): the share (0-1) of ``weights`` (analysed query term ->
         weight) whose terms any of ``fields`` of that document holds, from the postings. A
-        term no section of the index holds (a typo, "title" of "title:x") is left out of the
+        term no section of the index holds (a typo, "title:restor" of "title:restore") is left out of the
         share: nothing could cover it."""
         out = np.zeros(len(docnums), dtype=np.float64)
         ok = (docnums >= 0) & (docnums < self.size)
