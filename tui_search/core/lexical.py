@@ -7,6 +7,7 @@ analyzer as the documents and turned into query objects, so characters that are 
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import functools
 import math
@@ -15,6 +16,7 @@ import re
 import shutil
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -572,6 +574,10 @@ class LexicalIndex:
         self.params = params or LexicalParams()
         self._lock = threading.Lock()
         self._searcher: Searcher | None = None
+        # A searcher replaced by a newer one stays open while a snapshot (a search running in
+        # another thread, a result list's keyword tail) still reads it: closed by the last.
+        self._pins: collections.Counter[int] = collections.Counter()
+        self._retired: dict[int, Searcher] = {}
         # tables read out of a segment once, kept on disk for every later process
         self._segments_cache = SegmentCache(directory.parent / "segment-keys")
         self._fast = FastBM25(B=self.params.b, K1=self.params.k1, disk=self._segments_cache)
@@ -618,24 +624,62 @@ class LexicalIndex:
         return cls(directory, params)
 
     def doc_count(self) -> int:
-        return int(self.searcher().doc_count())
+        with self.pinned() as s:
+            return int(s.doc_count())
 
     def searcher(self) -> Searcher:
+        """The searcher of the index as it is now. It may be closed as soon as the index
+        changes: read through ``pinned`` or ``snapshot`` when another thread may write."""
         with self._lock:
-            weighting = BM25F(B=self.params.b, K1=self.params.k1)
-            if self._searcher is not None and not self._searcher.up_to_date():
-                # (Searcher.refresh() fails on an index that was empty when opened)
-                self._searcher.close()
-                self._searcher = None
-            if self._searcher is None:
-                self._searcher = self.ix.searcher(weighting=weighting)
-            return self._searcher
+            return self._current()
+
+    def _current(self) -> Searcher:
+        """(with the lock held)"""
+        if self._searcher is not None and not self._searcher.up_to_date():
+            # (Searcher.refresh() fails on an index that was empty when opened)
+            old, self._searcher = self._searcher, None
+            if self._pins[id(old)]:
+                self._retired[id(old)] = old
+            else:
+                old.close()
+        if self._searcher is None:
+            self._searcher = self.ix.searcher(weighting=BM25F(B=self.params.b, K1=self.params.k1))
+        return self._searcher
+
+    def _pin(self) -> Searcher:
+        with self._lock:
+            s = self._current()
+            self._pins[id(s)] += 1
+            return s
+
+    def _unpin(self, s: Searcher) -> None:
+        with self._lock:
+            self._pins[id(s)] -= 1
+            if self._pins[id(s)] > 0:
+                return
+            del self._pins[id(s)]
+            retired = self._retired.pop(id(s), None)
+        if retired is not None:
+            retired.close()
+
+    @contextlib.contextmanager
+    def pinned(self) -> Iterator[Searcher]:
+        """The current searcher, kept open until the block ends even if the index changes."""
+        s = self._pin()
+        try:
+            yield s
+        finally:
+            self._unpin(s)
 
     def close(self) -> None:
         with self._lock:
+            searchers = list(self._retired.values())
             if self._searcher is not None:
-                self._searcher.close()
-                self._searcher = None
+                searchers.append(self._searcher)
+            self._searcher = None
+            self._retired.clear()
+        for s in searchers:
+            s.close()
 
     def write(
         self,
@@ -680,9 +724,9 @@ class LexicalIndex:
     def warm_up(self) -> None:
         """Read what the first search would (each segment's keys and postings tables, field
         and file lengths), so that it does not wait for them."""
-        s = self.searcher()
-        self._doc_keys(s)
-        self._fast.warm_up(s, SCORED_FIELDS)
+        with self.pinned() as s:
+            self._doc_keys(s)
+            self._fast.warm_up(s, SCORED_FIELDS)
 
     def _cached_doc_keys(self, s: Searcher) -> tuple[list[str], np.ndarray] | None:
         """``_doc_keys`` when they are already made for the searcher's segments, else None."""
@@ -699,12 +743,13 @@ class LexicalIndex:
     def store_segment_keys(self) -> None:
         """Make (and keep on disk) each segment's chunk keys and files now, as the first search
         of a process would: after `tui-search index`, its first filtered search does not."""
-        s = self.searcher()
-        self._doc_keys(s)
-        self._fast.file_ordinals(s)
+        with self.pinned() as s:
+            self._doc_keys(s)
+            self._fast.file_ordinals(s)
 
     def segment_ids(self) -> set[str]:
-        return set(_segment_ids(self.searcher()))
+        with self.pinned() as s:
+            return set(_segment_ids(s))
 
     def store_postings(self, only: set[str] | None = None) -> int:
         """Keep the scored fields' postings of every segment (or of the segments ``only``)
@@ -712,20 +757,24 @@ class LexicalIndex:
         returns the tables written."""
         reader = self.ix.reader()  # (its own files: searches meanwhile do not wait for it)
         try:
-            return self._fast.store_postings(self.searcher(), SCORED_FIELDS, reader, only)
+            with self.pinned() as s:
+                return self._fast.store_postings(s, SCORED_FIELDS, reader, only)
         finally:
             reader.close()
 
     def snapshot(self) -> LexicalSnapshot:
-        """The index as it is now: docnums stay valid for the snapshot's lifetime."""
-        s = self.searcher()
-        return LexicalSnapshot(
+        """The index as it is now: docnums stay valid, and its searcher open, for the
+        snapshot's lifetime (a write meanwhile does not close it under a running search)."""
+        s = self._pin()
+        snap = LexicalSnapshot(
             s,
             self._fast,
             lambda: self._doc_keys(s),
             self.sorted_vkeys,
             lambda: self._cached_doc_keys(s),
         )
+        weakref.finalize(snap, self._unpin, s)
+        return snap
 
     def search(self, query: Q.Query, limit: int | None) -> list[tuple[str, float]]:
         """(chunk key, BM25F score) best first."""
@@ -735,10 +784,10 @@ class LexicalIndex:
     def idf(self, field: str, terms: Iterable[str]) -> dict[str, float]:
         """Whoosh's idf, log(N / (df + 1)) + 1, of each term (a term absent from the index
         gets the largest value)."""
-        s = self.searcher()
-        if not s.doc_count_all():
-            return {t: 1.0 for t in set(terms)}
-        return {t: self._fast.idf(s, field, t) for t in set(terms)}
+        with self.pinned() as s:
+            if not s.doc_count_all():
+                return {t: 1.0 for t in set(terms)}
+            return {t: self._fast.idf(s, field, t) for t in set(terms)}
 
     def matching_keys(self, query: Q.Query) -> list[str]:
         """Keys that match (unscored order)."""
@@ -810,7 +859,8 @@ class LexicalIndex:
         return None if keys is None or vkeys is None else (keys, vkeys)
 
     def count(self, query: Q.Query) -> int:
-        return sum(1 for _ in query.docs(self.searcher()))
+        with self.pinned() as s:
+            return sum(1 for _ in query.docs(s))
 
 
 class LexicalSnapshot:
