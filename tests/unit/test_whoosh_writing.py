@@ -13,6 +13,7 @@ from whoosh.fields import ID, TEXT, Schema
 
 from tui_search.core import lexical, whoosh_writing
 from tui_search.core.lexical import LexicalIndex
+from tui_search.core.processes import worker_context
 from tui_search.core.store import ChunkRecord
 from tui_search.core.whoosh_writing import merge_bounded
 
@@ -124,7 +125,7 @@ def test_the_bulk_writer_processes_are_not_forked_from_the_indexing_process(
     monkeypatch.setattr(lexical, "BULK_WRITE", 10**9)
     single.write([], records)
     assert started, "a bulk write starts writer processes"
-    expected = whoosh_writing.writer_context().get_start_method()
+    expected = worker_context().get_start_method()
     assert expected in {"forkserver", "spawn"}
     for task in started:
         assert task._popen.method == expected  # type: ignore[attr-defined]

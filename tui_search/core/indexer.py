@@ -12,9 +12,10 @@ rebuilt from it (vectors come from the manifest, nothing is re-embedded).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Generator, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -26,7 +27,7 @@ from tui_search.core.embedding import Embedder, TokenEmbedder
 from tui_search.core.index import SearchIndex, WriterLock
 from tui_search.core.lexical import LexicalIndex
 from tui_search.core.memory import TRIM_AFTER_CHUNKS, release_free_memory
-from tui_search.core.parse_jobs import ParseJob, run_jobs
+from tui_search.core.parse_jobs import ParseJob, ParseOutcome, parse_workers, run_jobs
 from tui_search.core.store import ChunkRecord, FileRecord, Store, vector_key
 from tui_search.core.vectors import VectorIndex
 from tui_search.core.workspace import FileInfo, Skipped, Workspace
@@ -319,53 +320,62 @@ class Indexer:
                     self.max_sections,
                 )
             )
-        for i, outcome in enumerate(run_jobs(jobs)):
-            info = outcome.job.info
-            if batch_chunks >= INDEX_BATCH_CHUNKS or batch_chars >= INDEX_BATCH_CHARS:
-                self._write(parsed, [], touched, report, emit, force_left, last=False)
-                parsed, touched = [], []
-                batch_chunks = batch_chars = 0
-            if i % 50 == 0:
-                emit(Progress("parse", i, total, info.rel_path))
-            if outcome.vanished:
-                if info.rel_path in known:
-                    removed.append(info.rel_path)
-                continue  # vanished mid-read: the watcher reports the delete
-            if outcome.error is not None:
-                skipped.append(Skipped(info.rel_path, outcome.error))
-                continue
-            old = known.get(info.rel_path)
-            parsed_doc = outcome.parsed
-            if parsed_doc is None:  # the same bytes as indexed: only size and mtime are new
-                assert old is not None
-                touched.append(
-                    FileRecord(**{**old.__dict__, "size": info.size, "mtime_ns": info.mtime_ns})
+        outcomes: Generator[ParseOutcome, None, None]
+        workers = parse_workers(jobs)
+        if workers:  # a large read: parsed on every core (its module imports multiprocessing)
+            from tui_search.core.parse_pool import run_pooled
+
+            outcomes = run_pooled(jobs, workers)
+        else:
+            outcomes = run_jobs(jobs)
+        with contextlib.closing(outcomes):  # (the workers stop if a write fails)
+            for i, outcome in enumerate(outcomes):
+                info = outcome.job.info
+                if batch_chunks >= INDEX_BATCH_CHUNKS or batch_chars >= INDEX_BATCH_CHARS:
+                    self._write(parsed, [], touched, report, emit, force_left, last=False)
+                    parsed, touched = [], []
+                    batch_chunks = batch_chars = 0
+                if i % 50 == 0:
+                    emit(Progress("parse", i, total, info.rel_path))
+                if outcome.vanished:
+                    if info.rel_path in known:
+                        removed.append(info.rel_path)
+                    continue  # vanished mid-read: the watcher reports the delete
+                if outcome.error is not None:
+                    skipped.append(Skipped(info.rel_path, outcome.error))
+                    continue
+                old = known.get(info.rel_path)
+                parsed_doc = outcome.parsed
+                if parsed_doc is None:  # the same bytes as indexed: only size and mtime are new
+                    assert old is not None
+                    touched.append(
+                        FileRecord(**{**old.__dict__, "size": info.size, "mtime_ns": info.mtime_ns})
+                    )
+                    continue
+                warnings = list(parsed_doc.warnings)
+                if outcome.cut_note:
+                    warnings.insert(0, outcome.cut_note)
+                if outcome.encoding != "utf-8":
+                    warnings.append(f"not valid UTF-8; decoded as {outcome.encoding}")
+                for w in warnings:
+                    skipped.append(Skipped(info.rel_path, f"indexed with a warning: {w}"))
+                record = FileRecord(
+                    path=info.rel_path,
+                    doc=outcome.job.doc,
+                    size=info.size,
+                    mtime_ns=info.mtime_ns,
+                    hash=outcome.raw_hash,
+                    title=parsed_doc.title,
+                    tags=parsed_doc.tags,
+                    links=parsed_doc.links,
+                    parent=parsed_doc.parent,
+                    encoding=outcome.encoding,
+                    warnings=tuple(warnings),
+                    anchors=tuple(parsed_doc.anchors.items()),
                 )
-                continue
-            warnings = list(parsed_doc.warnings)
-            if outcome.cut_note:
-                warnings.insert(0, outcome.cut_note)
-            if outcome.encoding != "utf-8":
-                warnings.append(f"not valid UTF-8; decoded as {outcome.encoding}")
-            for w in warnings:
-                skipped.append(Skipped(info.rel_path, f"indexed with a warning: {w}"))
-            record = FileRecord(
-                path=info.rel_path,
-                doc=outcome.job.doc,
-                size=info.size,
-                mtime_ns=info.mtime_ns,
-                hash=outcome.raw_hash,
-                title=parsed_doc.title,
-                tags=parsed_doc.tags,
-                links=parsed_doc.links,
-                parent=parsed_doc.parent,
-                encoding=outcome.encoding,
-                warnings=tuple(warnings),
-                anchors=tuple(parsed_doc.anchors.items()),
-            )
-            parsed.append((record, parsed_doc.chunks))
-            batch_chunks += len(parsed_doc.chunks)
-            batch_chars += outcome.text_chars
+                parsed.append((record, parsed_doc.chunks))
+                batch_chunks += len(parsed_doc.chunks)
+                batch_chars += outcome.text_chars
         emit(Progress("parse", total, total))
         self._write(parsed, removed, touched, report, emit, force_left, last=True)
 

@@ -1,17 +1,21 @@
-"""Read and parse the files the indexer writes, one at a time.
-
-(Parsing in worker processes was measured on the 2-core machine: the Whoosh writer processes
-already use both cores, so parse workers only competed with them — 61 s became 79 s on the
-pathological workspace — and a library caller's script would need a ``__main__`` guard.)
+"""Read and parse the files the indexer writes (in this process; a large read is parsed by
+worker processes: ``parse_pool``, which runs ``run_job`` there).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import os
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 
 from tui_search.core.chunking import ParsedDocument, parse_document
 from tui_search.core.workspace import FileInfo, read_file
+
+#: A read of fewer bytes than this is parsed in this process (starting the workers costs about
+#: 0.3 s; markdown-it parses about 2 MB/s).
+PARALLEL_MIN_BYTES = 4_000_000
+#: Files per task handed to a worker.
+TASK_FILES = 8
 
 
 @dataclass(frozen=True)
@@ -71,7 +75,17 @@ def run_job(job: ParseJob) -> ParseOutcome:
     return ParseOutcome(job, parsed=parsed, **common)  # type: ignore[arg-type]
 
 
-def run_jobs(jobs: Sequence[ParseJob]) -> Iterator[ParseOutcome]:
-    """The outcome of each job, in order, one file at a time (memory: one parsed file)."""
+def run_jobs(jobs: Sequence[ParseJob]) -> Generator[ParseOutcome, None, None]:
+    """The outcome of each job, in order, parsed in this process."""
     for job in jobs:
         yield run_job(job)
+
+
+def parse_workers(jobs: Sequence[ParseJob]) -> int:
+    """How many worker processes should parse ``jobs`` (``parse_pool``): 0, this process, for
+    a small read or one core."""
+    cores = os.cpu_count() or 1
+    size = sum(j.info.size for j in jobs)
+    if cores < 2 or size < PARALLEL_MIN_BYTES or len(jobs) < 2 * TASK_FILES:
+        return 0
+    return cores

@@ -31,31 +31,17 @@ merge when
 Otherwise nothing merges. Sizes count live chunks, so a segment emptied by deletions is merged
 away with the small ones, and one with none left is dropped.
 
-**The bulk writer's processes.** Whoosh's multi-process writer forks its writer processes from
-the indexing process, so each one starts as a copy-on-write image of that process: its heap
-(the vector shard being filled, the chunk batch, the caches) is counted in the writers' memory
-for as long as they run, and the more of it they touch, the more is copied. They are started
-here from a small server process instead (``forkserver``; ``spawn`` where there is none), which
-has imported the full-text modules and nothing else, so a writer's memory is its own work.
-Such a process would first run the program's main script again (``multiprocessing`` does, so
-that the script's functions can be unpickled), which breaks a script that indexes at its top
-level without an ``if __name__ == "__main__"`` guard; a writer needs nothing from the script,
-so it is started without it (``_without_main``; a process another thread started in the same
-instant would start without it too).
+**The bulk writer's processes** are started from ``processes.worker_context()`` (a small
+server process that has imported the full-text modules, not a fork of the indexing process) and
+without the program's main script (see ``tui_search.core.processes``).
 """
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import multiprocessing
-import threading
-from collections.abc import Iterator
-from multiprocessing import spawn
-from multiprocessing.context import BaseContext
 from typing import Any
 
 import tui_search.core.startup  # noqa: F401  (before Whoosh: see its docstring)
+from tui_search.core.processes import popen, worker_context
 
 # isort: split
 from whoosh.multiproc import MpWriter, SubWriterTask
@@ -70,9 +56,6 @@ SMALL_MERGE = 4_096
 MAX_SEGMENTS = 32
 #: How many of the smallest segments merge at once (Whoosh's ``MERGE_SMALL`` waits for five too).
 MERGE_FANIN = 5
-#: What the writer processes' server imports once, so that a writer process starts ready: the
-#: schema's analyzers (unpickled with the index's table of contents) and Whoosh.
-WRITER_PRELOAD = ["tui_search.core.lexical"]
 
 
 def merge_bounded(writer: Any, segments: list[Any]) -> list[Any]:
@@ -96,56 +79,21 @@ def merge_bounded(writer: Any, segments: list[Any]) -> list[Any]:
     return live[MERGE_FANIN:]
 
 
-@functools.cache
-def writer_context() -> BaseContext:
-    """Where writer processes come from: a ``forkserver`` that preloads the full-text modules,
-    or ``spawn`` on a platform without one."""
-    if "forkserver" in multiprocessing.get_all_start_methods():
-        ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(WRITER_PRELOAD)
-        return ctx
-    return multiprocessing.get_context("spawn")
-
-
-_PREPARATION_LOCK = threading.Lock()
-
-
-@contextlib.contextmanager
-def _without_main() -> Iterator[None]:
-    """While a process starts: what ``multiprocessing`` sends it to prepare names neither the
-    main script nor the main module, so it imports neither."""
-    original = spawn.get_preparation_data
-
-    def preparation_data(name: str) -> dict[str, Any]:
-        data: dict[str, Any] = original(name)
-        data.pop("init_main_from_path", None)
-        data.pop("init_main_from_name", None)
-        return data
-
-    with _PREPARATION_LOCK:
-        spawn.get_preparation_data = preparation_data
-        try:
-            yield
-        finally:
-            spawn.get_preparation_data = original
-
-
 class _WriterProcess(SubWriterTask):
-    """Whoosh's writer process, started from ``writer_context()`` instead of the default, and
+    """Whoosh's writer process, started from ``worker_context()`` instead of the default, and
     without the main script."""
 
     @staticmethod
     def _Popen(process_obj: Any) -> Any:  # noqa: N802 - multiprocessing's hook
-        with _without_main():
-            return writer_context().Process._Popen(process_obj)  # type: ignore[attr-defined]
+        return popen(process_obj)
 
 
 class IsolatedMpWriter(MpWriter):
-    """Whoosh's multi-process writer, its processes and queues from ``writer_context()``."""
+    """Whoosh's multi-process writer, its processes and queues from ``worker_context()``."""
 
     def __init__(self, ix: Any, procs: int, **kwargs: Any) -> None:
         super().__init__(ix, procs=procs, **kwargs)
-        ctx = writer_context()
+        ctx = worker_context()
         self.jobqueue = ctx.Queue(self.procs * 4)
         self.resultqueue = ctx.Queue()
 

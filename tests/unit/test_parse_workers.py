@@ -1,0 +1,163 @@
+"""A large read is parsed in worker processes: the same outcomes, in the same order, as parsing
+in this process; a worker that dies loses nothing; a script without a main guard still works."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import textwrap
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import SAMPLE_WORKSPACE, FakeEmbedder
+from tui_search.config import Settings
+from tui_search.core import parse_jobs, parse_pool
+from tui_search.core.engine import SearchEngine
+from tui_search.core.parse_jobs import ParseJob, ParseOutcome, run_jobs
+from tui_search.core.parse_pool import ParsePool, run_pooled
+from tui_search.core.workspace import FileInfo, Workspace
+
+
+def _jobs(ws: Path) -> list[ParseJob]:
+    infos = sorted(Workspace(ws).discover(), key=lambda f: f.rel_path)
+    # a file deleted between the listing and the read, and one that is not UTF-8
+    gone = ws / "gone.md"
+    gone.write_text("# Gone\n")
+    infos.append(FileInfo("gone.md", str(gone), 7, 0))
+    gone.unlink()
+    latin = ws / "latin.md"
+    latin.write_bytes("# Caf\xe9\n\nna\xefve cr\xe8me\n".encode("latin-1"))
+    infos.append(FileInfo("latin.md", str(latin), latin.stat().st_size, 0))
+    return [
+        ParseJob(info, info.rel_path.removesuffix(".md"), None, 10_000_000, 512, 50, None)
+        for info in infos
+    ]
+
+
+def _summary(outcomes: list[ParseOutcome]) -> list[tuple[object, ...]]:
+    return [
+        (
+            o.job.info.rel_path,
+            o.vanished,
+            o.error,
+            o.raw_hash,
+            o.encoding,
+            None
+            if o.parsed is None
+            else (
+                o.parsed.title,
+                o.parsed.links,
+                [(c.key, c.content_hash, c.line_start, c.link_share) for c in o.parsed.chunks],
+            ),
+        )
+        for o in outcomes
+    ]
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    shutil.copytree(SAMPLE_WORKSPACE, ws)
+    return ws
+
+
+def test_workers_give_the_same_outcomes_in_order(workspace: Path) -> None:
+    jobs = _jobs(workspace)
+    assert len(jobs) > 4 * parse_jobs.TASK_FILES  # several tasks per worker
+    here = list(run_jobs(jobs))
+    pooled = list(run_pooled(jobs, 2))
+    assert _summary(pooled) == _summary(here)
+    assert [o.job.info.rel_path for o in pooled][-2:] == ["gone.md", "latin.md"]
+    assert pooled[-2].vanished and pooled[-1].encoding != "utf-8"
+
+
+def test_a_dead_worker_loses_nothing(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(parse_pool, "POLL_S", 0.2)
+    jobs = _jobs(workspace)
+    expected = _summary(list(run_jobs(jobs)))
+    here: list[str] = []
+    original = parse_jobs.run_job
+
+    def counted(job: ParseJob) -> ParseOutcome:
+        here.append(job.info.rel_path)
+        return original(job)
+
+    monkeypatch.setattr(parse_jobs, "run_job", counted)  # (this process's parsing only)
+    pool = ParsePool(2)
+    try:
+        outcomes = pool.run(jobs)
+        first = [next(outcomes)]
+        for p in pool.processes:
+            p.kill()
+            p.join()
+        rest = list(outcomes)
+    finally:
+        pool.close()
+    assert _summary(first + rest) == expected
+    assert here, "what the dead workers had not handed back was parsed here"
+    assert len(here) < len(jobs)
+
+
+def test_small_reads_stay_in_this_process(workspace: Path) -> None:
+    jobs = _jobs(workspace)
+    assert parse_jobs.parse_workers(jobs) == 0  # the sample is far below PARALLEL_MIN_BYTES
+    big = [replace(j, info=replace(j.info, size=10**6)) for j in jobs]
+    expected = 0 if (parse_jobs.os.cpu_count() or 1) < 2 else parse_jobs.os.cpu_count()
+    assert parse_jobs.parse_workers(big) == expected
+
+
+def test_a_sync_parsed_by_workers_indexes_the_same(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def index(name: str) -> list[tuple[str, str]]:
+        e = SearchEngine(
+            Settings(workspace=workspace, index_dir=tmp_path / name), embedder=FakeEmbedder()
+        )
+        try:
+            e.sync()
+            return sorted((c.key, c.content_hash) for c in e.all_sections())
+        finally:
+            e.close()
+
+    here = index("here")
+    started: list[int] = []
+    original = ParsePool._start
+
+    def spy(self: ParsePool) -> None:
+        original(self)
+        started.append(len(self.processes))
+
+    monkeypatch.setattr(ParsePool, "_start", spy)
+    monkeypatch.setattr(parse_jobs, "PARALLEL_MIN_BYTES", 0)
+    pooled = index("pooled")
+    if (parse_jobs.os.cpu_count() or 1) > 1:
+        assert started, "the workers parsed"
+    assert pooled == here
+
+
+def test_a_script_without_a_main_guard_can_parse_in_workers(tmp_path: Path) -> None:
+    script = tmp_path / "parse_at_top_level.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            from pathlib import Path
+            from tui_search.core.parse_jobs import ParseJob
+            from tui_search.core.parse_pool import run_pooled
+            from tui_search.core.workspace import Workspace
+
+            print("top level ran", flush=True)
+            infos = list(Workspace(Path({str(SAMPLE_WORKSPACE)!r})).discover())
+            jobs = [ParseJob(i, i.rel_path, None, 10**7, 512, 50, None) for i in infos]
+            outcomes = list(run_pooled(jobs, 2))
+            print("parsed", sum(o.parsed is not None for o in outcomes) == len(jobs), flush=True)
+            """
+        )
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["top level ran", "parsed True"], done.stderr
