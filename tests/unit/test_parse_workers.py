@@ -101,6 +101,16 @@ def test_a_dead_worker_loses_nothing(workspace: Path, monkeypatch: pytest.Monkey
     assert len(here) < len(jobs)
 
 
+def test_tasks_are_a_few_files_and_a_large_file_is_a_task_of_its_own(workspace: Path) -> None:
+    jobs = _jobs(workspace)
+    sizes = [10, 2_000_000, *([10] * 20), 600_000, 600_000, 10]
+    sized = [replace(j, info=replace(j.info, size=n)) for j, n in zip(jobs, sizes, strict=False)]
+    tasks = parse_jobs.tasks_of(sized)
+    assert [j for t in tasks for j in t] == sized  # every job once, in order
+    assert [len(t) for t in tasks] == [2, 8, 8, 6, 1]  # cut after 2 MB, 8 files, 1.2 MB
+    assert all(len(t) <= parse_jobs.TASK_FILES for t in tasks)
+
+
 def test_small_reads_stay_in_this_process(workspace: Path) -> None:
     jobs = _jobs(workspace)
     assert parse_jobs.parse_workers(jobs) == 0  # the sample is far below PARALLEL_MIN_BYTES

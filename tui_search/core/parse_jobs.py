@@ -14,8 +14,11 @@ from tui_search.core.workspace import FileInfo, read_file
 #: A read of fewer bytes than this is parsed in this process (starting the workers costs about
 #: 0.3 s; markdown-it parses about 2 MB/s).
 PARALLEL_MIN_BYTES = 4_000_000
-#: Files per task handed to a worker.
+#: A task handed to a worker holds at most this many files, and stops at the first file that
+#: takes it to ``TASK_BYTES`` (a large file is a task of its own: what a worker holds, and hands
+#: back, is bounded by a few files).
 TASK_FILES = 8
+TASK_BYTES = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -89,3 +92,19 @@ def parse_workers(jobs: Sequence[ParseJob]) -> int:
     if cores < 2 or size < PARALLEL_MIN_BYTES or len(jobs) < 2 * TASK_FILES:
         return 0
     return cores
+
+
+def tasks_of(jobs: Sequence[ParseJob]) -> list[list[ParseJob]]:
+    """``jobs`` in order, cut into tasks of ``TASK_FILES`` files or ``TASK_BYTES`` bytes."""
+    tasks: list[list[ParseJob]] = []
+    task: list[ParseJob] = []
+    size = 0
+    for job in jobs:
+        task.append(job)
+        size += job.info.size
+        if len(task) >= TASK_FILES or size >= TASK_BYTES:
+            tasks.append(task)
+            task, size = [], 0
+    if task:
+        tasks.append(task)
+    return tasks

@@ -2,9 +2,9 @@
 
 Parsing is pure Python (markdown-it), about 2 MB/s; while it runs nothing else does, since the
 indexer embeds and writes a batch only once it is parsed. So a large read
-(``parse_jobs.parse_workers``) is parsed by worker processes (``processes.worker_context()``: no
-copy of the indexing process, no main script run again), ``TASK_FILES`` files to a task, and
-the outcomes are handed over in file order. At most ``AHEAD`` tasks per worker are handed out
+(``parse_jobs.parse_workers``) is parsed by worker processes (``processes.worker_context()``:
+no copy of the indexing process, no main script run again), a few files to a task
+(``parse_jobs.tasks_of``), and the outcomes are handed over in file order. At most ``AHEAD`` tasks per worker are handed out
 beyond the one being read: while the indexer writes a batch (the bulk full-text writer's
 processes use every core), the parse workers finish those and wait instead of competing with it.
 (Parse workers that ran ahead through the write made a pathological workspace slower, 61 s ->
@@ -24,7 +24,7 @@ from collections.abc import Generator, Iterator, Sequence
 from typing import Any
 
 from tui_search.core import parse_jobs
-from tui_search.core.parse_jobs import TASK_FILES, ParseJob, ParseOutcome
+from tui_search.core.parse_jobs import ParseJob, ParseOutcome, tasks_of
 from tui_search.core.processes import popen, worker_context
 
 #: Tasks per worker handed out beyond those being read back.
@@ -61,7 +61,7 @@ class _ParseProcess(multiprocessing.Process):
 
 
 class ParsePool:
-    """``workers`` processes parsing tasks of ``TASK_FILES`` files, outcomes in file order."""
+    """``workers`` processes parsing tasks of a few files, outcomes in file order."""
 
     def __init__(self, workers: int) -> None:
         ctx = worker_context()
@@ -78,7 +78,7 @@ class ParsePool:
             self.processes.append(process)
 
     def run(self, jobs: Sequence[ParseJob]) -> Iterator[ParseOutcome]:
-        tasks = [list(jobs[i : i + TASK_FILES]) for i in range(0, len(jobs), TASK_FILES)]
+        tasks = tasks_of(jobs)
         if not self.processes:
             self._start()
         pending: deque[int] = deque()  # handed out, in order
