@@ -14,10 +14,10 @@ import pytest
 
 from tests.conftest import SAMPLE_WORKSPACE, FakeEmbedder
 from tui_search.config import Settings
-from tui_search.core import parse_jobs, parse_pool
+from tui_search.core import parse_jobs, processes
 from tui_search.core.engine import SearchEngine
-from tui_search.core.parse_jobs import ParseJob, ParseOutcome, run_jobs
-from tui_search.core.parse_pool import ParsePool, run_pooled
+from tui_search.core.parse_jobs import ParseJob, ParseOutcome, run_jobs, run_task, tasks_of
+from tui_search.core.processes import WorkerPool
 from tui_search.core.workspace import FileInfo, Workspace
 
 
@@ -68,14 +68,14 @@ def test_workers_give_the_same_outcomes_in_order(workspace: Path) -> None:
     jobs = _jobs(workspace)
     assert len(jobs) > 4 * parse_jobs.TASK_FILES  # several tasks per worker
     here = list(run_jobs(jobs))
-    pooled = list(run_pooled(jobs, 2))
+    pooled = list(run_jobs(jobs, 2))
     assert _summary(pooled) == _summary(here)
     assert [o.job.info.rel_path for o in pooled][-2:] == ["gone.md", "latin.md"]
     assert pooled[-2].vanished and pooled[-1].encoding != "utf-8"
 
 
 def test_a_dead_worker_loses_nothing(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(parse_pool, "POLL_S", 0.2)
+    monkeypatch.setattr(processes, "POLL_S", 0.2)
     jobs = _jobs(workspace)
     expected = _summary(list(run_jobs(jobs)))
     here: list[str] = []
@@ -86,16 +86,13 @@ def test_a_dead_worker_loses_nothing(workspace: Path, monkeypatch: pytest.Monkey
         return original(job)
 
     monkeypatch.setattr(parse_jobs, "run_job", counted)  # (this process's parsing only)
-    pool = ParsePool(2)
-    try:
-        outcomes = pool.run(jobs)
-        first = [next(outcomes)]
+    with WorkerPool(run_task, 2) as pool:
+        results = pool.map(tasks_of(jobs))
+        first = next(results)
         for p in pool.processes:
             p.kill()
             p.join()
-        rest = list(outcomes)
-    finally:
-        pool.close()
+        rest = [o for outcomes in results for o in outcomes]
     assert _summary(first + rest) == expected
     assert here, "what the dead workers had not handed back was parsed here"
     assert len(here) < len(jobs)
@@ -134,13 +131,13 @@ def test_a_sync_parsed_by_workers_indexes_the_same(
 
     here = index("here")
     started: list[int] = []
-    original = ParsePool._start
+    original = WorkerPool._start
 
-    def spy(self: ParsePool) -> None:
+    def spy(self: WorkerPool[object, object]) -> None:
         original(self)
         started.append(len(self.processes))
 
-    monkeypatch.setattr(ParsePool, "_start", spy)
+    monkeypatch.setattr(WorkerPool, "_start", spy)
     monkeypatch.setattr(parse_jobs, "PARALLEL_MIN_BYTES", 0)
     pooled = index("pooled")
     if (parse_jobs.os.cpu_count() or 1) > 1:
@@ -154,14 +151,13 @@ def test_a_script_without_a_main_guard_can_parse_in_workers(tmp_path: Path) -> N
         textwrap.dedent(
             f"""
             from pathlib import Path
-            from tui_search.core.parse_jobs import ParseJob
-            from tui_search.core.parse_pool import run_pooled
+            from tui_search.core.parse_jobs import ParseJob, run_jobs
             from tui_search.core.workspace import Workspace
 
             print("top level ran", flush=True)
             infos = list(Workspace(Path({str(SAMPLE_WORKSPACE)!r})).discover())
             jobs = [ParseJob(i, i.rel_path, None, 10**7, 512, 50, None) for i in infos]
-            outcomes = list(run_pooled(jobs, 2))
+            outcomes = list(run_jobs(jobs, 2))
             print("parsed", sum(o.parsed is not None for o in outcomes) == len(jobs), flush=True)
             """
         )
@@ -171,3 +167,13 @@ def test_a_script_without_a_main_guard_can_parse_in_workers(tmp_path: Path) -> N
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["top level ran", "parsed True"], done.stderr
+
+
+def test_a_task_that_fails_in_a_worker_is_run_again_here() -> None:
+    """The worker hands the failure back; this process runs the task itself, so the error is
+    the caller's, raised in order (after the results before it)."""
+    with WorkerPool(int, 2) as pool:
+        results = pool.map(["1", "2", "three", "4"])
+        assert [next(results), next(results)] == [1, 2]
+        with pytest.raises(ValueError, match="three"):
+            next(results)

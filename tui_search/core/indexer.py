@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from collections.abc import Callable, Generator, Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -27,7 +27,7 @@ from tui_search.core.embedding import Embedder, TokenEmbedder
 from tui_search.core.index import SearchIndex, WriterLock
 from tui_search.core.lexical import LexicalIndex
 from tui_search.core.memory import TRIM_AFTER_CHUNKS, release_free_memory
-from tui_search.core.parse_jobs import ParseJob, ParseOutcome, parse_workers, run_jobs
+from tui_search.core.parse_jobs import ParseJob, parse_workers, run_jobs
 from tui_search.core.store import ChunkRecord, FileRecord, Store, vector_key
 from tui_search.core.vectors import VectorIndex
 from tui_search.core.workspace import FileInfo, Skipped, Workspace
@@ -320,14 +320,7 @@ class Indexer:
                     self.max_sections,
                 )
             )
-        outcomes: Generator[ParseOutcome, None, None]
-        workers = parse_workers(jobs)
-        if workers:  # a large read: parsed on every core (its module imports multiprocessing)
-            from tui_search.core.parse_pool import run_pooled
-
-            outcomes = run_pooled(jobs, workers)
-        else:
-            outcomes = run_jobs(jobs)
+        outcomes = run_jobs(jobs, parse_workers(jobs))
         with contextlib.closing(outcomes):  # (the workers stop if a write fails)
             for i, outcome in enumerate(outcomes):
                 info = outcome.job.info

@@ -1,5 +1,13 @@
-"""Read and parse the files the indexer writes (in this process; a large read is parsed by
-worker processes: ``parse_pool``, which runs ``run_job`` there).
+"""Read and parse the files the indexer writes.
+
+Parsing is pure Python (markdown-it), about 2 MB/s, and while it runs nothing else does: the
+indexer embeds and writes a batch only once it is parsed. So a large read (a first index, a
+branch switch: ``parse_workers``) is parsed on every core, by ``processes.WorkerPool`` workers
+running ``run_task`` on a few files at a time (``tasks_of``), the outcomes handed back in file
+order. The pool hands a worker only a few tasks ahead, so the workers wait while the indexer
+writes a batch (its bulk writer uses every core) instead of competing with it: parse workers
+that ran ahead through the writes made a pathological workspace slower, 61 s -> 79 s, on the
+2-core machine.
 """
 
 from __future__ import annotations
@@ -78,14 +86,27 @@ def run_job(job: ParseJob) -> ParseOutcome:
     return ParseOutcome(job, parsed=parsed, **common)  # type: ignore[arg-type]
 
 
-def run_jobs(jobs: Sequence[ParseJob]) -> Generator[ParseOutcome, None, None]:
-    """The outcome of each job, in order, parsed in this process."""
-    for job in jobs:
-        yield run_job(job)
+def run_jobs(jobs: Sequence[ParseJob], workers: int = 0) -> Generator[ParseOutcome, None, None]:
+    """The outcome of each job, in order: parsed in this process, or by ``workers`` processes."""
+    if workers < 1:
+        for job in jobs:
+            yield run_job(job)
+        return
+    # (here: a search process never imports multiprocessing)
+    from tui_search.core.processes import WorkerPool
+
+    with WorkerPool(run_task, workers) as pool:
+        for outcomes in pool.map(tasks_of(jobs)):
+            yield from outcomes
+
+
+def run_task(jobs: list[ParseJob]) -> list[ParseOutcome]:
+    """A worker's task: the outcomes of a few jobs."""
+    return [run_job(job) for job in jobs]
 
 
 def parse_workers(jobs: Sequence[ParseJob]) -> int:
-    """How many worker processes should parse ``jobs`` (``parse_pool``): 0, this process, for
+    """How many worker processes should parse ``jobs`` (``run_jobs``): 0, this process, for
     a small read or one core."""
     cores = os.cpu_count() or 1
     size = sum(j.info.size for j in jobs)

@@ -1,5 +1,6 @@
-"""Worker processes of the indexer (the bulk full-text writer's, the markdown parsers'): where
-they come from, and how they start.
+"""Worker processes of the indexer (the bulk full-text writer's; ``WorkerPool``'s, which parse a
+large read's markdown and decode a bulk write's postings on every core): where they come from,
+and how they start.
 
 Forked from the indexing process, a worker would start as a copy-on-write image of it: its heap
 (the vector shard being filled, the chunk batch, the caches) counted in the worker's memory for
@@ -20,16 +21,25 @@ from __future__ import annotations
 import contextlib
 import functools
 import multiprocessing
+import queue
 import threading
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
 from multiprocessing import spawn
 from multiprocessing.context import BaseContext
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 #: What the workers' server imports once, so that a worker starts ready: the schema's analyzers
-#: (unpickled with the full-text index's table of contents) and Whoosh; markdown-it and the
-#: chunker. (Names, not imports: this module imports none of them.)
-WORKER_PRELOAD = ["tui_search.core.lexical", "tui_search.core.parse_pool"]
+#: (unpickled with the full-text index's table of contents), Whoosh and the postings decoder;
+#: markdown-it and the chunker. (Names, not imports: this module imports none of them.)
+WORKER_PRELOAD = ["tui_search.core.lexical", "tui_search.core.parse_jobs"]
+#: Tasks per worker handed out beyond those being read back (``WorkerPool.map``).
+AHEAD = 2
+#: How long to wait for a worker's result before checking that the workers are alive.
+POLL_S = 1.0
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 @functools.cache
@@ -71,3 +81,98 @@ def popen(process_obj: Any) -> Any:
     the main script: a ``Process._Popen`` for worker classes."""
     with without_main():
         return worker_context().Process._Popen(process_obj)  # type: ignore[attr-defined]
+
+
+def _serve(tasks: Any, results: Any) -> None:
+    """A worker: run each task handed to it until it is handed None. A task that raises is
+    handed back as failed (it is run again in the pool's own process)."""
+    while True:
+        task = tasks.get()
+        if task is None:
+            return
+        number, fn, arg = task
+        try:
+            results.put((number, True, fn(arg)))
+        except Exception:  # noqa: BLE001 - the pool's process runs it again, and raises there
+            results.put((number, False, None))
+
+
+class _Worker(multiprocessing.Process):
+    """A pool worker, started from ``worker_context()`` without the main script."""
+
+    @staticmethod
+    def _Popen(process_obj: Any) -> Any:  # noqa: N802 - multiprocessing's hook
+        return popen(process_obj)
+
+
+class WorkerPool(Generic[T, R]):
+    """``workers`` processes that run a module-level function on tasks, results in task order.
+
+    At most ``AHEAD`` tasks per worker are handed out beyond the one being read back, so workers
+    never run far ahead of a caller that is busy with the results (the indexer writing a batch,
+    whose bulk writer uses every core). Nothing is lost when a worker dies (killed, out of
+    memory) or a task fails in one: what was not handed back is run in this process."""
+
+    def __init__(self, fn: Callable[[T], R], workers: int) -> None:
+        ctx = worker_context()
+        self._fn = fn
+        self._tasks = ctx.Queue()
+        self._results = ctx.Queue()
+        self.workers = workers
+        self.processes: list[Any] = []
+
+    def _start(self) -> None:
+        for _ in range(self.workers):
+            process = _Worker(target=_serve, args=(self._tasks, self._results))
+            process.daemon = True
+            process.start()
+            self.processes.append(process)
+
+    def map(self, args: Sequence[T]) -> Iterator[R]:
+        """``fn(arg)`` for each of ``args``, in order."""
+        if not self.processes:
+            self._start()
+        window = self.workers * (AHEAD + 1)
+        pending: deque[int] = deque()  # handed out, not yet read back, in order
+        done: dict[int, tuple[bool, R | None]] = {}
+        handed = 0
+        alive = True
+        for number, arg in enumerate(args):
+            while alive and handed < len(args) and len(pending) < window:
+                self._tasks.put((handed, self._fn, args[handed]))
+                pending.append(handed)
+                handed += 1
+            while alive and number not in done:
+                alive = self._collect(done)
+            ok, result = done.pop(number, (False, None))
+            if pending and pending[0] == number:
+                pending.popleft()
+            yield result if ok else self._fn(arg)  # type: ignore[misc]
+
+    def _collect(self, done: dict[int, tuple[bool, R | None]]) -> bool:
+        """Wait for one task's result; False when a worker has died."""
+        try:
+            number, ok, result = self._results.get(timeout=POLL_S)
+        except queue.Empty:
+            return all(p.is_alive() for p in self.processes)
+        done[number] = (ok, result)
+        return True
+
+    def close(self) -> None:
+        for _ in self.processes:
+            self._tasks.put(None)
+        for p in self.processes:
+            p.join(timeout=2.0)
+            if p.is_alive():
+                p.terminate()
+                p.join()
+        self._tasks.cancel_join_thread()  # (tasks no worker read are dropped)
+        self._tasks.close()
+        self._results.close()
+        self.processes = []
+
+    def __enter__(self) -> WorkerPool[T, R]:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
