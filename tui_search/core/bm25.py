@@ -325,27 +325,37 @@ class FastBM25:
             leaf = own.get(seg.seg_id)
             if leaf is None or (only is not None and seg.seg_id not in only):
                 continue  # (merged away since the searcher was opened, or not asked for)
-            for name in fields:
-                if name not in schema or self._table(seg, name) is not None:
-                    continue
-                decoded = self._decode_field(leaf, name)
-                if decoded is None:
-                    continue  # read through Whoosh, as before
-                terms, offsets, ids, weights = decoded
-                prefix = f"postings-{name}"
-                # the term list last: a table is read only when all four files are there
-                self._disk.write(
-                    seg.seg_id,
-                    {
-                        f"{prefix}.ids": ids,
-                        f"{prefix}.weights": weights,
-                        f"{prefix}.offsets": offsets,
-                    },
-                )
-                self._disk.write(seg.seg_id, {f"{prefix}.terms": terms})
-                with self._lock:
+            names = [n for n in fields if n in schema and self._table(seg, n) is None]
+            written += self.store_tables(leaf, seg.seg_id, names)
+            with self._lock:
+                for name in names:
                     seg.tables.pop(name, None)
-                written += 1
+        return written
+
+    def store_tables(self, leaf: Any, seg_id: str, fields: Iterable[str]) -> int:
+        """Decode and save the postings of ``fields`` of one segment (``leaf``, a reader of
+        it); returns how many tables were written. (Run by worker processes too: it reads and
+        writes only that segment's files.)"""
+        if self._disk is None:
+            return 0
+        written = 0
+        for name in fields:
+            decoded = self._decode_field(leaf, name)
+            if decoded is None:
+                continue  # read through Whoosh, as before
+            terms, offsets, ids, weights = decoded
+            prefix = f"postings-{name}"
+            # the term list last: a table is read only when all four files are there
+            self._disk.write(
+                seg_id,
+                {
+                    f"{prefix}.ids": ids,
+                    f"{prefix}.weights": weights,
+                    f"{prefix}.offsets": offsets,
+                },
+            )
+            self._disk.write(seg_id, {f"{prefix}.terms": terms})
+            written += 1
         return written
 
     def _decode_field(

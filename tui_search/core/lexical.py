@@ -20,6 +20,7 @@ import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -579,7 +580,7 @@ class LexicalIndex:
         self._pins: collections.Counter[int] = collections.Counter()
         self._retired: dict[int, Searcher] = {}
         # tables read out of a segment once, kept on disk for every later process
-        self._segments_cache = SegmentCache(directory.parent / "segment-keys")
+        self._segments_cache = segment_cache(directory)
         self._fast = FastBM25(B=self.params.b, K1=self.params.k1, disk=self._segments_cache)
         self._keys_cache: dict[str, tuple[list[str], np.ndarray]] = {}
         self._all_keys: tuple[tuple[str, ...], list[str], np.ndarray] | None = None
@@ -754,13 +755,37 @@ class LexicalIndex:
     def store_postings(self, only: set[str] | None = None) -> int:
         """Keep the scored fields' postings of every segment (or of the segments ``only``)
         decoded beside the index (once per segment; see ``FastBM25.store_postings``);
-        returns the tables written."""
+        returns the tables written. Many new chunks in several segments (a first index) are
+        decoded a segment per worker process, on every core (``_store_postings_in_workers``)."""
         reader = self.ix.reader()  # (its own files: searches meanwhile do not wait for it)
         try:
+            written = self._store_postings_in_workers(reader, only)
             with self.pinned() as s:
-                return self._fast.store_postings(s, SCORED_FIELDS, reader, only)
+                return written + self._fast.store_postings(s, SCORED_FIELDS, reader, only)
         finally:
             reader.close()
+
+    def _store_postings_in_workers(self, reader: Any, only: set[str] | None) -> int:
+        """Decoding is pure Python, ~0.25 ms a chunk: the segments of a bulk write (those the
+        writer processes made, without tables yet) are decoded by worker processes, one
+        segment to a task; what they leave undone (a worker lost) the caller decodes."""
+        leaves = reader.leaf_readers() if hasattr(reader, "leaf_readers") else [(reader, 0)]
+        todo = [
+            (segment_id_of(leaf), int(leaf.doc_count_all()))
+            for leaf, _ in leaves
+            if on_disk(segment_id_of(leaf))
+            and (only is None or segment_id_of(leaf) in only)
+            and not self._segments_cache.has(segment_id_of(leaf), "postings-body.terms")
+        ]
+        workers = min(os.cpu_count() or 1, len(todo))
+        if workers < 2 or sum(n for _, n in todo) < BULK_WRITE:
+            return 0
+        # (here: a search process never imports multiprocessing)
+        from tui_search.core.processes import WorkerPool
+
+        tasks = [(str(self.directory), seg_id) for seg_id, _ in sorted(todo, key=lambda t: -t[1])]
+        with WorkerPool(store_segment_postings, workers) as pool:
+            return sum(pool.map(tasks))
 
     def snapshot(self) -> LexicalSnapshot:
         """The index as it is now: docnums stay valid, and its searcher open, for the
@@ -861,6 +886,28 @@ class LexicalIndex:
     def count(self, query: Q.Query) -> int:
         with self.pinned() as s:
             return sum(1 for _ in query.docs(s))
+
+
+def segment_cache(directory: Path) -> SegmentCache:
+    """Where the tables read out of the segments of the index in ``directory`` are kept."""
+    return SegmentCache(directory.parent / "segment-keys")
+
+
+def store_segment_postings(task: tuple[str, str]) -> int:
+    """A worker's task: decode and save the scored fields' postings of one segment (index
+    folder, segment id) that has none saved; returns the tables written."""
+    directory, seg_id = task
+    ix = whoosh_files.open_dir(directory)
+    reader = ix.reader()
+    try:
+        leaves = reader.leaf_readers() if hasattr(reader, "leaf_readers") else [(reader, 0)]
+        for leaf, _ in leaves:
+            if segment_id_of(leaf) == seg_id:
+                fast = FastBM25(disk=segment_cache(Path(directory)))
+                return fast.store_tables(leaf, seg_id, [f for f in SCORED_FIELDS if f in ix.schema])
+        return 0  # (merged away meanwhile)
+    finally:
+        reader.close()
 
 
 class LexicalSnapshot:

@@ -22,6 +22,9 @@ class SegmentCache:
     def _path(self, seg_id: str, name: str) -> Path:
         return self.directory / f"{seg_id}.{name}"
 
+    def has(self, seg_id: str, name: str) -> bool:
+        return self._path(seg_id, name).is_file()
+
     def read_array(self, seg_id: str, name: str, dtype: type, count: int) -> np.ndarray | None:
         """The saved array, or None when missing or not ``count`` long (not this segment's,
         or a partial write)."""

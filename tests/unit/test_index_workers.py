@@ -1,5 +1,6 @@
-"""A large read is parsed in worker processes: the same outcomes, in the same order, as parsing
-in this process; a worker that dies loses nothing; a script without a main guard still works."""
+"""The indexer's worker processes. A large read is parsed, and a bulk write's postings decoded, on
+every core: the same outcomes, in the same order, and the same tables as in this process; a
+worker that dies loses nothing; a script without a main guard still works."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import SAMPLE_WORKSPACE, FakeEmbedder
+from tests.conftest import SAMPLE_WORKSPACE, FakeEmbedder, chunk_record
 from tui_search.config import Settings
-from tui_search.core import parse_jobs, processes
+from tui_search.core import lexical, parse_jobs, processes
 from tui_search.core.engine import SearchEngine
 from tui_search.core.parse_jobs import ParseJob, ParseOutcome, run_jobs, run_task, tasks_of
 from tui_search.core.processes import WorkerPool
@@ -177,3 +178,49 @@ def test_a_task_that_fails_in_a_worker_is_run_again_here() -> None:
         assert [next(results), next(results)] == [1, 2]
         with pytest.raises(ValueError, match="three"):
             next(results)
+
+
+def test_postings_decoded_by_workers_are_those_decoded_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(lexical, "BULK_WRITE", 10)  # writer processes: several segments
+    words = ["alpha", "beta", "gamma", "delta", "getUserById", "restore", "backup", "queue"]
+    records = [
+        chunk_record(f"notes/n{i}", f"s{i}", " ".join(words[j % len(words)] for j in range(i % 37)))
+        for i in range(400)
+    ]
+    index = lexical.LexicalIndex(tmp_path / "idx" / "lexical")
+    index.write([], records)
+    assert len(index.segment_ids()) > 1
+    started: list[int] = []
+    original = WorkerPool._start
+
+    def spy(self: WorkerPool[object, object]) -> None:
+        original(self)
+        started.append(len(self.processes))
+
+    monkeypatch.setattr(WorkerPool, "_start", spy)
+    assert index.store_postings() > 0
+    tables = tmp_path / "idx" / "segment-keys"
+    by_workers = {f.name: f.read_bytes() for f in tables.glob("*postings-*")}
+    if (parse_jobs.os.cpu_count() or 1) > 1:
+        assert started, "the workers decoded"
+    assert by_workers and {n.split(".")[0] for n in by_workers} == index.segment_ids()
+    index.close()
+
+    for f in tables.glob("*postings-*"):
+        f.unlink()
+    again = lexical.LexicalIndex(tmp_path / "idx" / "lexical")
+    monkeypatch.setattr(lexical.LexicalIndex, "_store_postings_in_workers", lambda *a: 0)
+    assert again.store_postings() == len(by_workers) // 4  # four files a table
+    assert {f.name: f.read_bytes() for f in tables.glob("*postings-*")} == by_workers
+    # and searches read them: the same scores as Whoosh's own searcher
+    query = lexical.plain_query("restore getUserById", lexical.LexicalParams())
+    assert query is not None
+    ours = {k: round(v, 9) for k, v in again.search(query, None)}
+    theirs = {
+        h["key"]: round(float(h.score), 9)
+        for h in again.searcher().search(query, limit=None, terms=False)
+    }
+    assert ours == theirs and len(ours) > 100
+    again.close()
