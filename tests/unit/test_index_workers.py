@@ -59,6 +59,20 @@ def _summary(outcomes: list[ParseOutcome]) -> list[tuple[object, ...]]:
 
 
 @pytest.fixture
+def started(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The size of each worker pool started (the test's workers)."""
+    sizes: list[int] = []
+    original = WorkerPool._start
+
+    def spy(self: WorkerPool[object, object]) -> None:
+        original(self)
+        sizes.append(len(self.processes))
+
+    monkeypatch.setattr(WorkerPool, "_start", spy)
+    return sizes
+
+
+@pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     ws = tmp_path / "ws"
     shutil.copytree(SAMPLE_WORKSPACE, ws)
@@ -118,7 +132,7 @@ def test_small_reads_stay_in_this_process(workspace: Path) -> None:
 
 
 def test_a_sync_parsed_by_workers_indexes_the_same(
-    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, started: list[int]
 ) -> None:
     def index(name: str) -> list[tuple[str, str]]:
         e = SearchEngine(
@@ -131,14 +145,7 @@ def test_a_sync_parsed_by_workers_indexes_the_same(
             e.close()
 
     here = index("here")
-    started: list[int] = []
-    original = WorkerPool._start
-
-    def spy(self: WorkerPool[object, object]) -> None:
-        original(self)
-        started.append(len(self.processes))
-
-    monkeypatch.setattr(WorkerPool, "_start", spy)
+    assert not started  # a small workspace: parsed in this process
     monkeypatch.setattr(parse_jobs, "PARALLEL_MIN_BYTES", 0)
     pooled = index("pooled")
     if (parse_jobs.os.cpu_count() or 1) > 1:
@@ -181,7 +188,7 @@ def test_a_task_that_fails_in_a_worker_is_run_again_here() -> None:
 
 
 def test_postings_decoded_by_workers_are_those_decoded_here(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, started: list[int]
 ) -> None:
     monkeypatch.setattr(lexical, "BULK_WRITE", 10)  # writer processes: several segments
     words = ["alpha", "beta", "gamma", "delta", "getUserById", "restore", "backup", "queue"]
@@ -192,14 +199,6 @@ def test_postings_decoded_by_workers_are_those_decoded_here(
     index = lexical.LexicalIndex(tmp_path / "idx" / "lexical")
     index.write([], records)
     assert len(index.segment_ids()) > 1
-    started: list[int] = []
-    original = WorkerPool._start
-
-    def spy(self: WorkerPool[object, object]) -> None:
-        original(self)
-        started.append(len(self.processes))
-
-    monkeypatch.setattr(WorkerPool, "_start", spy)
     assert index.store_postings() > 0
     tables = tmp_path / "idx" / "segment-keys"
     by_workers = {f.name: f.read_bytes() for f in tables.glob("*postings-*")}
