@@ -4,6 +4,7 @@ worker that dies loses nothing; a script without a main guard still works."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -223,3 +224,48 @@ def test_postings_decoded_by_workers_are_those_decoded_here(
     }
     assert ours == theirs and len(ours) > 100
     again.close()
+
+
+def test_workers_start_under_textuals_print_capture(tmp_path: Path) -> None:
+    """Inside the app, sys.stderr is Textual's print capture (file descriptor -1), which the
+    resource tracker multiprocessing starts for the first queue could not be handed: the app's
+    first index of a large workspace failed ("bad value(s) in fds_to_keep"). A fresh process,
+    so that the tracker is not already running."""
+    script = tmp_path / "under_capture.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import sys
+            from pathlib import Path
+            from textual.app import _PrintCapture
+            from tui_search.core import lexical
+            from tui_search.core.parse_jobs import ParseJob, run_jobs
+            from tui_search.core.workspace import Workspace
+            from tests.conftest import chunk_record
+
+            real = sys.stdout
+            sys.stderr = _PrintCapture(None, stderr=True)  # what the app runs under
+            assert sys.stderr.fileno() == -1
+            infos = list(Workspace(Path({str(SAMPLE_WORKSPACE)!r})).discover())
+            jobs = [ParseJob(i, i.rel_path, None, 10**7, 512, 50, None) for i in infos]
+            parsed = list(run_jobs(jobs, 2))
+            lexical.BULK_WRITE = 10
+            index = lexical.LexicalIndex(Path({str(tmp_path / "idx" / "lexical")!r}))
+            index.write([], [chunk_record(f"n{{i}}", "s", f"words {{i}}") for i in range(300)])
+            tables = index.store_postings()
+            sys.stderr = sys.__stderr__  # (the capture has no app to flush to at exit)
+            print("parsed", len(parsed) == len(jobs), "documents", index.doc_count(),
+                  "tables", tables > 0, file=real, flush=True)
+            """
+        )
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["parsed True documents 300 tables True"], done.stderr

@@ -14,6 +14,12 @@ that the script's functions can be unpickled), which breaks a script that indexe
 level without an ``if __name__ == "__main__"`` guard; a worker needs nothing from the script, so
 it is started without it (``without_main``; a process another thread started in the same
 instant would start without it too).
+
+``multiprocessing`` hands ``sys.stderr``'s file descriptor to the resource tracker it starts for
+the first queue or process. Inside the app, ``sys.stderr`` is Textual's print capture, whose
+descriptor is -1, and the start failed ("bad value(s) in fds_to_keep": the app's first index of
+a large workspace failed). Queues and processes are made here with the process's own standard
+error in its place (``process_stderr``).
 """
 
 from __future__ import annotations
@@ -21,7 +27,9 @@ from __future__ import annotations
 import contextlib
 import functools
 import multiprocessing
+import os
 import queue
+import sys
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
@@ -76,10 +84,42 @@ def without_main() -> Iterator[None]:
             spawn.get_preparation_data = original
 
 
+def _has_descriptor(stream: Any) -> bool:
+    try:
+        return stream is not None and int(stream.fileno()) >= 0
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
+@contextlib.contextmanager
+def process_stderr() -> Iterator[None]:
+    """While the block runs, ``sys.stderr`` has a file descriptor: the process's own standard
+    error when something (Textual's print capture) stands in for it, else the null device."""
+    if _has_descriptor(sys.stderr):
+        yield
+        return
+    saved = sys.stderr
+    own = sys.__stderr__ if _has_descriptor(sys.__stderr__) else None
+    null = None if own is not None else open(os.devnull, "w")  # noqa: SIM115 - closed below
+    sys.stderr = own if own is not None else null
+    try:
+        yield
+    finally:
+        sys.stderr = saved
+        if null is not None:
+            null.close()
+
+
+def make_queue(maxsize: int = 0) -> Any:
+    """A queue of ``worker_context()`` (its lock may start the resource tracker)."""
+    with process_stderr():
+        return worker_context().Queue(maxsize)
+
+
 def popen(process_obj: Any) -> Any:
     """Start ``process_obj`` (a ``multiprocessing.Process``) from ``worker_context()``, without
     the main script: a ``Process._Popen`` for worker classes."""
-    with without_main():
+    with without_main(), process_stderr():
         return worker_context().Process._Popen(process_obj)  # type: ignore[attr-defined]
 
 
@@ -114,10 +154,9 @@ class WorkerPool(Generic[T, R]):
     memory) or a task fails in one: what was not handed back is run in this process."""
 
     def __init__(self, fn: Callable[[T], R], workers: int) -> None:
-        ctx = worker_context()
         self._fn = fn
-        self._tasks = ctx.Queue()
-        self._results = ctx.Queue()
+        self._tasks = make_queue()
+        self._results = make_queue()
         self.workers = workers
         self.processes: list[Any] = []
 

@@ -41,7 +41,7 @@ from __future__ import annotations
 from typing import Any
 
 import tui_search.core.startup  # noqa: F401  (before Whoosh: see its docstring)
-from tui_search.core.processes import popen, worker_context
+from tui_search.core.processes import make_queue, popen
 
 # isort: split
 from whoosh.multiproc import MpWriter, SubWriterTask
@@ -89,13 +89,12 @@ class _WriterProcess(SubWriterTask):
 
 
 class IsolatedMpWriter(MpWriter):
-    """Whoosh's multi-process writer, its processes and queues from ``worker_context()``."""
+    """Whoosh's multi-process writer, its processes and queues from ``processes``."""
 
     def __init__(self, ix: Any, procs: int, **kwargs: Any) -> None:
         super().__init__(ix, procs=procs, **kwargs)
-        ctx = worker_context()
-        self.jobqueue = ctx.Queue(self.procs * 4)
-        self.resultqueue = ctx.Queue()
+        self.jobqueue = make_queue(self.procs * 4)
+        self.resultqueue = make_queue()
 
     def _new_task(self) -> SubWriterTask:
         task = _WriterProcess(
