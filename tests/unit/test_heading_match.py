@@ -12,14 +12,13 @@ from tests.conftest import SAMPLE_WORKSPACE
 from tui_search.config import Settings
 from tui_search.core.embedding import Model2VecEmbedder
 from tui_search.core.engine import SearchEngine
-from tui_search.core.lexical import query_term_weights
+from tui_search.core.lexical import HEADING_FIELDS, query_term_weights
 from tui_search.core.ranking import (
     FusionParams,
     Scored,
     apply_heading_match,
     refuse,
 )
-from tui_search.core.retrieval import HEADING_FIELDS
 
 
 def test_coverage_is_the_share_of_the_query_weight_in_the_headings(

@@ -548,6 +548,8 @@ def flat_or(clauses: list[Q.Query]) -> Q.Or:
 #: The fields plain queries score (``term_clause``'s and the identifiers'): their postings
 #: are kept decoded beside the index (``LexicalIndex.store_postings``).
 SCORED_FIELDS = ("body", "heading", "title", "tags", "ident")
+#: The fields a section's title and heading path are in (the heading match reads them).
+HEADING_FIELDS = ("title", "heading")
 
 
 def term_clause(term: str, params: LexicalParams, weight: float = 1.0) -> Q.Query:
@@ -770,12 +772,13 @@ class LexicalIndex:
         writer processes made, without tables yet) are decoded by worker processes, one
         segment to a task; what they leave undone (a worker lost) the caller decodes."""
         leaves = reader.leaf_readers() if hasattr(reader, "leaf_readers") else [(reader, 0)]
+        sizes = {segment_id_of(leaf): int(leaf.doc_count_all()) for leaf, _ in leaves}
         todo = [
-            (segment_id_of(leaf), int(leaf.doc_count_all()))
-            for leaf, _ in leaves
-            if on_disk(segment_id_of(leaf))
-            and (only is None or segment_id_of(leaf) in only)
-            and not self._segments_cache.has(segment_id_of(leaf), "postings-body.terms")
+            (seg_id, n)
+            for seg_id, n in sizes.items()
+            if on_disk(seg_id)
+            and (only is None or seg_id in only)
+            and not self._segments_cache.has(seg_id, "postings-body.terms")
         ]
         workers = min(os.cpu_count() or 1, len(todo))
         if workers < 2 or sum(n for _, n in todo) < BULK_WRITE:

@@ -31,6 +31,7 @@ from tui_search.core.embedding import Embedder, TokenEmbedder
 from tui_search.core.exact import term_query
 from tui_search.core.index import SearchIndex
 from tui_search.core.lexical import (
+    HEADING_FIELDS,
     LexicalParams,
     LexicalSnapshot,
     analyze,
@@ -446,10 +447,6 @@ class KeywordTail:
             keyword=score,
             keyword_rank=int(self.ranks[i]),
         )
-
-
-#: The keyword index's fields a section's title and heading path are in (``lexical``).
-HEADING_FIELDS = ("title", "heading")
 
 
 @lru_cache(maxsize=16_384)
