@@ -12,8 +12,8 @@ Two steps:
 
 ``grid``
     re-ranks the dumps under each combination of keyword weight, soft-match share, document
-    blend, link-list damping and heading-match boost (a dump made with either of the last two
-    off holds no link shares or heading coverage), and prints one markdown row per
+    blend, link-list damping, heading-match boost and title-match boost (a dump made with one
+    of the last three off holds no link shares, heading coverage or title match), and prints one markdown row per
     combination: nDCG@10 per set, the mean of the ten columns the settings are chosen on
     (SciFact with its train split), the worst loss against the first combination given, and
     SciFact test (reported, never chosen on).
@@ -119,23 +119,26 @@ def grid(args: argparse.Namespace) -> int:
             args.document_weight,
             args.link_list_damping,
             args.heading_match_boost,
+            args.title_match_boost,
         )
     )
     print(
-        "| keyword weight / soft share / document blend / link-list damping / heading match | "
+        "| keyword weight / soft share / document blend / link-list damping / heading match"
+        " / title match | "
         + " | ".join(chosen)
         + " | macro | worst Δ | "
         + ("scifact test |" if "scifact" in traces else "")
     )
     print("|---" * (len(chosen) + 3 + ("scifact" in traces)) + "|")
     first: dict[str, float] | None = None
-    for kw, share, blend, links, heading in combos:
+    for kw, share, blend, links, heading, title in combos:
         params = FusionParams(
             keyword_weight=kw,
             soft_share=share,
             document_weight=blend,
             link_list_damping=links,
             heading_match_boost=heading,
+            title_match_boost=title,
         )
         per_set = {n: statistics.fmean(trace_ndcg(t, params) for t in traces[n]) for n in traces}
         first = first or per_set
@@ -143,7 +146,7 @@ def grid(args: argparse.Namespace) -> int:
         macro = statistics.fmean(per_set[n] for n in chosen)
         test = f" {per_set['scifact']:.3f} |" if "scifact" in traces else ""
         cells = " | ".join(f"{per_set[n]:.3f}" for n in chosen)
-        label = f"{kw:g} / {share:g} / {blend:g} / {links:g} / {heading:g}"
+        label = f"{kw:g} / {share:g} / {blend:g} / {links:g} / {heading:g} / {title:g}"
         print(f"| {label} | {cells} | {macro:.4f} | {worst:+.4f} |{test}")
     return 0
 
@@ -171,6 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--document-weight", type=floats, default=[shipped.document_weight])
     g.add_argument("--link-list-damping", type=floats, default=[shipped.link_list_damping])
     g.add_argument("--heading-match-boost", type=floats, default=[shipped.heading_match_boost])
+    g.add_argument("--title-match-boost", type=floats, default=[shipped.title_match_boost])
     for p in (d, g):
         p.add_argument("--sets", type=lambda s: s.split(","), default=list(SETS))
     args = ap.parse_args(argv)

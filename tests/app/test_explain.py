@@ -111,6 +111,15 @@ async def explain_section(pilot: Any, query: str, section_id: str) -> tuple[list
             ["headings", "×1.40", "100% of the query"],
             id="heading-match",
         ),
+        pytest.param(  # and its title is the query: every section of it gains
+            {
+                "outage.md": "# Upload outage\n\nThe pool ran dry at 09:14 and requests failed.\n",
+                "notes.md": "# Notes\n\nAn upload stalled once; no outage followed.\n",
+            },
+            "outage:upload-outage",
+            ["title", "×1.80", "its title names the query (100% match)"],
+            id="title-match",
+        ),
     ],
 )
 async def test_explain_view_shows_link_lists_and_heading_matches(

@@ -104,10 +104,12 @@ def test_engine_takes_the_levers_from_settings(tmp_path, fake_embedder) -> None:
         long_query_words=7,
         drop_question_words=False,
         heading_match_boost=0.0,  # applied after the blend: off for the blend's invariant
+        title_match_boost=0.0,  # likewise
         link_list_damping=0.2,
     )
     with SearchEngine(settings, embedder=fake_embedder) as engine:
         assert engine.fusion.heading_match_boost == 0.0
+        assert engine.fusion.title_match_boost == 0.0
         assert engine.fusion.link_list_damping == 0.2
         assert engine.lexical_params.drop_question_words is False
         assert engine.lexical_params.title_boost == 0.5

@@ -509,6 +509,12 @@ class FastBM25:
         ]
         return np.concatenate(parts) if parts else np.zeros(0, dtype=bool)
 
+    def field_lengths(self, searcher: Any, field: str) -> np.ndarray:
+        """Global docnum -> the length of ``field`` in words (Whoosh's stored length, exact
+        up to 10 words), cached per segment like BM25's."""
+        parts = [self._lengths(seg, field) for seg in self._segments(searcher)]
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.float64)
+
     def term_docnums(self, searcher: Any, field: str, text: str) -> np.ndarray | None:
         """Global docnums whose ``field`` holds ``text`` (deleted documents included)."""
         parts = []

@@ -550,6 +550,8 @@ def flat_or(clauses: list[Q.Query]) -> Q.Or:
 SCORED_FIELDS = ("body", "heading", "title", "tags", "ident")
 #: The fields a section's title and heading path are in (the heading match reads them).
 HEADING_FIELDS = ("title", "heading")
+#: The field that holds a section's document title (the title match reads it).
+TITLE_FIELD = "title"
 
 
 def term_clause(term: str, params: LexicalParams, weight: float = 1.0) -> Q.Query:
@@ -1084,27 +1086,60 @@ class LexicalSnapshot:
     ) -> np.ndarray:
         """For each docnum (-1 = none): the share (0-1) of ``weights`` (analysed query term ->
         weight) whose terms any of ``fields`` of that document holds, from the postings. A
-        term no section of the index holds (a typo, "title:restor" of "title:restore") is left out of the
-        share: nothing could cover it."""
-        out = np.zeros(len(docnums), dtype=np.float64)
+        term no section of the index holds (a typo, "title:restor" of "title:restore") is left
+        out of the share: nothing could cover it."""
+        return self.heading_signals(docnums, weights, fields, None)[0]
+
+    def heading_signals(
+        self,
+        docnums: np.ndarray,
+        weights: Mapping[str, float],
+        fields: Sequence[str],
+        name_field: str | None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """For each docnum (-1 = none), from one walk of the query terms' postings:
+
+        - the coverage of ``fields`` (``field_coverage``);
+        - how exactly ``name_field`` (a title) names the query: the share of the query's
+          weight it holds times the share of its words that are query words (distinct query
+          terms found over the field's length in words), 0-1; 1 when the title *is* the
+          query, whatever the order. 0 everywhere when ``name_field`` is None.
+        """
+        coverage = np.zeros(len(docnums), dtype=np.float64)
+        named = np.zeros(len(docnums), dtype=np.float64)
         ok = (docnums >= 0) & (docnums < self.size)
         if not ok.any():
-            return out
+            return coverage, named
         at = docnums[ok]
         covered = np.zeros(len(at), dtype=np.float64)
+        name_weight = np.zeros(len(at), dtype=np.float64)
+        name_terms = np.zeros(len(at), dtype=np.float64)
         total = 0.0
         for term, weight in weights.items():
             has = np.zeros(self.size, dtype=bool)
+            in_name = None
             for name in fields:
                 ids = self._fast.term_docnums(self.searcher, name, term)
                 if ids is not None:
-                    has[ids[ids < self.size]] = True
+                    ids = ids[ids < self.size]
+                    has[ids] = True
+                    if name == name_field:
+                        in_name = np.zeros(self.size, dtype=bool)
+                        in_name[ids] = True
             if has.any() or self._fast.term_docnums(self.searcher, "body", term) is not None:
                 total += weight
                 covered += weight * has[at]
+                if in_name is not None:
+                    hit = in_name[at]
+                    name_weight += weight * hit
+                    name_terms += hit
         if total > 0:
-            out[ok] = covered / total
-        return out
+            coverage[ok] = covered / total
+            if name_field is not None and name_terms.any():
+                length = self._fast.field_lengths(self.searcher, name_field)[at]
+                precision = np.minimum(name_terms / np.maximum(length, 1.0), 1.0)
+                named[ok] = np.where(length > 0, precision, 0.0) * name_weight / total
+        return coverage, named
 
     def docnums_of(self, keys: Sequence[str]) -> np.ndarray:
         """The live docnum holding each chunk key (-1 when none does), found through the

@@ -42,6 +42,9 @@ class FusionParams:
     #: Sections whose heading path covers the query gain ``1 + this * coverage²``
     #: (``apply_heading_match``).
     heading_match_boost: float = Settings.heading_match_boost
+    #: Sections of a document whose title names the query exactly gain
+    #: ``1 + this * title match²`` (``apply_title_match``).
+    title_match_boost: float = Settings.title_match_boost
 
     @classmethod
     def from_settings(cls, settings: Settings) -> FusionParams:
@@ -53,6 +56,7 @@ class FusionParams:
             semantic_centering=settings.semantic_centering,
             link_list_damping=settings.link_list_damping,
             heading_match_boost=settings.heading_match_boost,
+            title_match_boost=settings.title_match_boost,
         )
 
 
@@ -81,6 +85,10 @@ class Scored:
     heading_match: float = 0.0
     #: What the heading match multiplied the score by (1 = nothing named).
     heading_factor: float = 1.0
+    #: How exactly the document's title names the query (``apply_title_match``), and what
+    #: that multiplied the score by.
+    title_match: float = 0.0
+    title_factor: float = 1.0
 
     def explain(self, weights: tuple[float, float], fusion: str) -> dict[str, object]:
         return {
@@ -98,6 +106,8 @@ class Scored:
             "link_factor": round(self.link_factor, 4),
             "heading_match": round(self.heading_match, 4),
             "heading_factor": round(self.heading_factor, 4),
+            "title_match": round(self.title_match, 4),
+            "title_factor": round(self.title_factor, 4),
             "matched_identifiers": list(self.matched_identifiers),
             "weights": {"keyword": round(weights[0], 3), "semantic": round(weights[1], 3)},
             "fusion": fusion,
@@ -224,9 +234,9 @@ def fused_score(entry: Scored, wk: float, ws: float, share: float) -> float:
 
 def refuse(scored: Iterable[Scored], params: FusionParams) -> list[Scored]:
     """A soft-matched hybrid ranking's candidates ranked again under other fusion weights
-    (keyword weight, soft share, document blend, link-list damping, heading match), as
-    ``fuse``, the exact-identifier boost, ``blend_document``, ``damp_link_lists``,
-    ``apply_heading_match`` and ``finalize`` would have ranked them. Copies; the input is not
+    (keyword weight, soft share, document blend, link-list damping, heading match, title
+    match), as ``fuse``, the exact-identifier boost, ``blend_document``, ``damp_link_lists``,
+    ``apply_heading_match``, ``apply_title_match`` and ``finalize`` would have ranked them. Copies; the input is not
     changed. For judging weights offline on the candidates a search already fused
     (``benchmarks/fusion_levers.py``): with the weights in force it gives the same order."""
     copies = [dataclasses.replace(s) for s in scored]
@@ -241,6 +251,8 @@ def refuse(scored: Iterable[Scored], params: FusionParams) -> list[Scored]:
     damp_link_lists(copies, damped, params.link_list_damping)
     covered = {s.key: s.heading_match for s in copies if s.heading_match > 0}
     apply_heading_match(copies, covered, params.heading_match_boost)
+    named = {s.key: s.title_match for s in copies if s.title_match > 0}
+    apply_title_match(copies, named, params.title_match_boost)
     return finalize(copies)
 
 
@@ -324,6 +336,29 @@ def apply_heading_match(
         s.heading_match = cov
         s.heading_factor = 1.0 + weight * cov * cov
         s.score *= s.heading_factor
+
+
+#: A title match below this names too little of the query, or the query too little of the
+#: title, to count ("opt level" in "3924-cargo-hints-min-opt-level": 0.07); chosen across
+#: every judged set with the boost (docs/evaluation.md, session 16).
+TITLE_MATCH_FLOOR = 0.3
+
+
+def apply_title_match(scored: Iterable[Scored], match: Mapping[str, float], weight: float) -> None:
+    """A document whose title is what the query names ("Governor of Texas" for "governor of
+    texas", not "Lieutenant Governor of Texas") is the one asked for: its sections' scores are
+    multiplied by ``1 + weight * match²``, where match (0-1, ``LexicalSnapshot.heading_signals``)
+    is the share of the query the title holds times the share of the title the query holds.
+    Squared, as the heading match: a title that is half the query, or twice as long, counts a
+    quarter; below ``TITLE_MATCH_FLOOR`` it is no name at all (one word of a long file name).
+    ``finalize`` brings the scores back within 0-1."""
+    if weight <= 0:
+        return
+    for s in scored:
+        m = match.get(s.key, 0.0)
+        s.title_match = m
+        s.title_factor = 1.0 + weight * m * m if m >= TITLE_MATCH_FLOOR else 1.0
+        s.score *= s.title_factor
 
 
 def finalize(scored: list[Scored]) -> list[Scored]:

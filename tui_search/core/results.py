@@ -64,6 +64,9 @@ class Explanation:
     #: gave the score.
     heading_match: float = 0.0
     heading_factor: float = 1.0
+    #: How exactly the hit's document title names the query (0-1), and the factor it gave.
+    title_match: float = 0.0
+    title_factor: float = 1.0
 
     @classmethod
     def from_scores(cls, scores: dict[str, Any], soft_share: float) -> Explanation | None:
@@ -94,6 +97,8 @@ class Explanation:
             link_factor=_num(scores.get("link_factor"), 1.0),
             heading_match=_num(scores.get("heading_match")),
             heading_factor=_num(scores.get("heading_factor"), 1.0),
+            title_match=_num(scores.get("title_match")),
+            title_factor=_num(scores.get("title_factor"), 1.0),
         )
 
 

@@ -32,6 +32,7 @@ from tui_search.core.exact import term_query
 from tui_search.core.index import SearchIndex
 from tui_search.core.lexical import (
     HEADING_FIELDS,
+    TITLE_FIELD,
     LexicalParams,
     LexicalSnapshot,
     analyze,
@@ -62,6 +63,7 @@ from tui_search.core.ranking import (
     Scored,
     apply_exact_boost,
     apply_heading_match,
+    apply_title_match,
     blend_document,
     damp_link_lists,
     document_of,
@@ -508,6 +510,8 @@ class Retriever:
             blend += f", link lists x(1 - {fusion.link_list_damping:g} x link share)"
         if fusion.heading_match_boost > 0 and mode != "semantic":
             blend += f", heading match x(1 + {fusion.heading_match_boost:g} x coverage²)"
+        if fusion.title_match_boost > 0 and mode != "semantic":
+            blend += f", title match x(1 + {fusion.title_match_boost:g} x match²)"
         if mode == "semantic" and self.params.drop_question_words and self.soft_matching(fusion):
             blend += ", question words out of the soft match"
         if self.soft_matching(fusion):
@@ -639,12 +643,13 @@ class Retriever:
             if plan.plain_text is not None
             else (plan.semantic_text if plan.tree is not None else None)
         )
-        if fusion.heading_match_boost > 0 and mode != "semantic" and named and scored:
-            apply_heading_match(
-                scored,
-                self._heading_coverage(named, [s.key for s in scored], snap),
-                fusion.heading_match_boost,
+        lexical_names = fusion.heading_match_boost > 0 or fusion.title_match_boost > 0
+        if lexical_names and mode != "semantic" and named and scored:
+            coverage, title = self._heading_signals(
+                named, [s.key for s in scored], snap, fusion.title_match_boost > 0
             )
+            apply_heading_match(scored, coverage, fusion.heading_match_boost)
+            apply_title_match(scored, title, fusion.title_match_boost)
         ranked = finalize(scored)
         rest = _keyword_tail(tail, ranked, snap) if tail is not None else None
         if rest is not None and tiers:  # tiers reorder every result: make the rows
@@ -767,20 +772,26 @@ class Retriever:
             self._link_lists = (stamp, found)
         return found
 
-    def _heading_coverage(
-        self, text: str, keys: list[str], snap: LexicalSnapshot
-    ) -> dict[str, float]:
+    def _heading_signals(
+        self, text: str, keys: list[str], snap: LexicalSnapshot, title: bool
+    ) -> tuple[dict[str, float], dict[str, float]]:
         """Chunk key -> share of the query's term weight (as the keyword arm weighs it) that
-        the chunk's title and heading path hold, read from the keyword index's postings of
-        those fields (``ranking.apply_heading_match``)."""
+        the chunk's title and heading path hold (``ranking.apply_heading_match``), and chunk
+        key -> how exactly its title names the query (``ranking.apply_title_match``; only
+        when ``title``), read from the keyword index's postings of those fields."""
         p = self.params
         weights = query_term_weights(
             text, p.query_term_frequency, p.long_query_words, p.drop_question_words
         )
         if not weights:
-            return {}
-        found = snap.field_coverage(snap.docnums_of(keys), weights, HEADING_FIELDS)
-        return {keys[i]: float(found[i]) for i in np.flatnonzero(found > 0).tolist()}
+            return {}, {}
+        found, named = snap.heading_signals(
+            snap.docnums_of(keys), weights, HEADING_FIELDS, TITLE_FIELD if title else None
+        )
+        return (
+            {keys[i]: float(found[i]) for i in np.flatnonzero(found > 0).tolist()},
+            {keys[i]: float(named[i]) for i in np.flatnonzero(named > 0).tolist()},
+        )
 
     def _centred_cosines(
         self, qvec: np.ndarray, semantic: list[tuple[str, float]], centering: Centering

@@ -107,6 +107,17 @@ def explain_content(hit: Hit, why: Explanation | None, position: int | None) -> 
                 ),
             )
         )
+    if why.title_match > 0:
+        rows.append(
+            Content.assemble(
+                ("title     ", "bold"),
+                (
+                    f"×{why.title_factor:.2f}  its title names the query "
+                    f"({why.title_match:.0%} match)",
+                    "$text-muted",
+                ),
+            )
+        )
     if why.link_share > 0:
         rows.append(
             Content.assemble(
@@ -122,7 +133,7 @@ def explain_content(hit: Hit, why: Explanation | None, position: int | None) -> 
         + cosine_w * why.cosine_norm
         + soft_w * why.soft_match_norm
     )
-    factors = why.boost * why.link_factor * why.heading_factor
+    factors = why.boost * why.link_factor * why.heading_factor * why.title_factor
     if fused > 0 and factors > 0:
         # the fusion scales the weighted sum by how sure the arms are for this query
         scale = why.relevance / (fused * factors)
