@@ -117,7 +117,7 @@ async def explain_section(pilot: Any, query: str, section_id: str) -> tuple[list
                 "notes.md": "# Notes\n\nAn upload stalled once; no outage followed.\n",
             },
             "outage:upload-outage",
-            ["title", "×1.80", "its title names the query (100% match)"],
+            ["title", "×2.20", "it names the query: 100%"],
             id="title-match",
         ),
     ],

@@ -153,7 +153,7 @@ def test_the_analyzers_pickle_without_their_caches() -> None:
     again = pickle.loads(pickle.dumps(fused))
     assert again == fused
     chain = [t.text for t in chained_text_analyzer()("running indexes")]
-    assert [t.text for t in again("running indexes")] == chain == ["runn", "index"]
+    assert [t.text for t in again("running indexes")] == chain == ["run", "index"]
     assert pickle.loads(pickle.dumps(IdentifierAnalyzer())) == IdentifierAnalyzer()
 
 

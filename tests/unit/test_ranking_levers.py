@@ -251,7 +251,8 @@ def test_long_queries_leave_function_words_out() -> None:
     assert "what" in query_term_weights(LONG, long_query_words=0)
     # a query of nothing but function words keeps them, so it still finds something
     only = " ".join(["what about how and why"] * 4)
-    assert set(query_term_weights(only, long_query_words=12)) == {"what", "about", "how", "why"}
+    # ("why" stems to "whi", as Snowball stems it in the index too)
+    assert set(query_term_weights(only, long_query_words=12)) == {"what", "about", "how", "whi"}
 
 
 def test_every_query_leaves_the_words_that_frame_a_question_out() -> None:

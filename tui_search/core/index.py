@@ -156,6 +156,9 @@ class SearchIndex:
         except IndexError_ as exc:
             self.repaired.append(f"{exc}; rebuilt from the manifest")
             with self.lock.hold():
+                # another process may have just rebuilt it: look again first
+                with contextlib.suppress(IndexError_):
+                    return LexicalIndex(directory, params)
                 lex = LexicalIndex.recreate(directory, params)
                 lex.write([], self.store.iter_chunks())
             return lex

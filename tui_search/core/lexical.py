@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import Stemmer
 
 import tui_search.core.startup  # noqa: F401  (before Whoosh: see its docstring)
 
@@ -41,7 +42,6 @@ from whoosh.analysis import (
 from whoosh.fields import ID, KEYWORD, TEXT, Schema
 from whoosh.formats import Frequency, Positions
 from whoosh.index import EmptyIndexError
-from whoosh.lang.porter import stem as porter_stem
 from whoosh.scoring import BM25F
 from whoosh.searching import Searcher
 from whoosh.system import pack_uint
@@ -131,6 +131,27 @@ class IdentifierFilter(Filter):
 _WORD_RE = re.compile(r"\w+(?:[.:]\w+)*")
 _STEM_CACHE_MAX = 200_000
 
+#: The stemmer of the text fields: Snowball's English stemmer (Porter2, PyStemmer's C
+#: implementation, the one bm25s uses). Whoosh's own Porter stemmer keeps a doubled
+#: consonant ("running" -> "runn", "stopped" -> "stopp", "committed" -> "committ"), so "stop"
+#: never found "stopped" (docs/evaluation.md, session 16). No cache of its own: the
+#: analyzer's dict sits in front of it.
+_SNOWBALL = Stemmer.Stemmer("english", 0)
+_SNOWBALL_LOCK = threading.Lock()  # a PyStemmer stemmer is not safe to share between threads
+
+#: What the text fields' analysis is; kept in ``ANALYSIS_FILE`` in the full-text index's
+#: folder when it is made. An index analysed otherwise (before Snowball, or with no record)
+#: cannot match today's query terms: it is rebuilt from the manifest (no re-parsing, no
+#: re-embedding).
+ANALYSIS = "words+compounds, lowercase, English stop words, Snowball English stems"
+ANALYSIS_FILE = "ANALYSIS"
+
+
+def stem_word(word: str) -> str:
+    """A lowercase word's stem (Snowball English)."""
+    with _SNOWBALL_LOCK:
+        return str(_SNOWBALL.stemWord(word))
+
 
 def _words(
     pattern: re.Pattern[str], value: str, tokenize: bool, chars: bool
@@ -146,8 +167,8 @@ def _words(
 
 class TextAnalyzer(Analyzer):
     """The analyzer of the text fields in one pass: ``\\w+`` words (with inner ``.``/``:``),
-    compound words also split into their parts, lowercased, English stop words removed, Porter
-    stemmed. Yields exactly the tokens of the chain ``RegexTokenizer | CompoundFilter |
+    compound words also split into their parts, lowercased, English stop words removed,
+    Snowball-stemmed (``stem_word``). Yields exactly the tokens of the chain ``RegexTokenizer | CompoundFilter |
     LowercaseFilter | StopFilter(minsize=1) | StemFilter`` (a test compares them), 2-3x faster:
     one generator instead of five, and a plain dict in front of the stemmer."""
 
@@ -175,7 +196,7 @@ class TextAnalyzer(Analyzer):
         if got is None:
             if len(stems) >= _STEM_CACHE_MAX:
                 stems.clear()
-            got = stems[word] = porter_stem(word)
+            got = stems[word] = stem_word(word)
         return got
 
     def index_terms(self, value: str) -> list[tuple[str, int]]:
@@ -374,7 +395,7 @@ def chained_text_analyzer():  # noqa: ANN201 - whoosh analyzers are untyped
         | CompoundFilter()
         | LowercaseFilter()
         | StopFilter(minsize=1)
-        | StemFilter(cachesize=50000)
+        | StemFilter(stemfn=stem_word, cachesize=50000)
     )
 
 
@@ -593,7 +614,17 @@ class LexicalIndex:
 
     def _open_or_create(self):  # noqa: ANN201 - whoosh index objects are untyped
         self.directory.mkdir(parents=True, exist_ok=True)
+        marker = self.directory / ANALYSIS_FILE
         if any(self.directory.glob("_MAIN_*.toc")):
+            try:
+                analysed = marker.read_text(encoding="utf-8").strip()
+            except (OSError, UnicodeDecodeError):
+                analysed = "unrecorded"
+            if analysed != ANALYSIS:
+                raise IndexError_(
+                    f"the full-text index at {self.directory} was analysed differently "
+                    f"({analysed}; now {ANALYSIS})"
+                )
             try:
                 ix = whoosh_files.open_dir(str(self.directory))
                 # the searcher that proves the index readable is the one searches use (opening
@@ -613,6 +644,8 @@ class LexicalIndex:
         # EmptyIndexError when it removed our TOC before we read it back. Either way the other
         # process is making the index: open it once its TOC is there.
         deadline = time.monotonic() + CREATE_RACE_TIMEOUT
+        # recorded before the TOC exists, so no process ever sees a new index without it
+        marker.write_text(ANALYSIS + "\n", encoding="utf-8")
         while True:
             if any(self.directory.glob("_MAIN_*.toc")):
                 return whoosh_files.open_dir(str(self.directory))

@@ -112,8 +112,7 @@ def explain_content(hit: Hit, why: Explanation | None, position: int | None) -> 
             Content.assemble(
                 ("title     ", "bold"),
                 (
-                    f"×{why.title_factor:.2f}  its title names the query "
-                    f"({why.title_match:.0%} match)",
+                    f"×{why.title_factor:.2f}  it names the query: {why.title_match:.0%}",
                     "$text-muted",
                 ),
             )

@@ -1,0 +1,103 @@
+"""The text fields are stemmed with Snowball's English stemmer (issue 10, session 16), and an
+index analysed otherwise is rebuilt from the manifest when it is opened."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from tui_search.config import Settings
+from tui_search.core.engine import SearchEngine
+from tui_search.core.lexical import ANALYSIS, ANALYSIS_FILE, analyze, stem_word
+
+
+@pytest.mark.parametrize(
+    ("words", "stem"),
+    [
+        # Whoosh's Porter stemmer kept the doubled consonant: "runn", "stopp", "committ"
+        (["run", "runs", "running"], "run"),
+        (["stop", "stops", "stopped", "stopping"], "stop"),
+        (["commit", "commits", "committed", "committing"], "commit"),
+        (["set", "sets", "setting"], "set"),
+        (["plan", "planned", "planning"], "plan"),
+        # and cut these too far ("ar", "thi", "us" for "use")
+        (["add", "added", "adding"], "add"),
+        (["use", "used", "uses"], "use"),
+    ],
+)
+def test_inflections_share_one_stem(words: list[str], stem: str) -> None:
+    assert {stem_word(w) for w in words} == {stem}
+    assert {t for w in words for t in analyze(w)} == {stem}
+
+
+def test_the_stemmer_can_be_shared_between_threads() -> None:
+    words = [f"{w}{suffix}" for w in ("stop", "index", "commit", "plan") for suffix in ("", "ed")]
+    want = [stem_word(w) for w in words]
+    got: list[list[str]] = []
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            for _ in range(2000):
+                got.append([stem_word(w) for w in words])
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and all(g == want for g in got)
+
+
+def _workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "outage.md").write_text(
+        "# Outage\n\nThe deploy stopped at 09:14; we committed a fix and restarted.\n",
+        encoding="utf-8",
+    )
+    (ws / "plan.md").write_text("# Plan\n\nRoll out the new cache next week.\n", encoding="utf-8")
+    return ws
+
+
+def test_a_query_finds_other_inflections(tmp_path: Path, fake_embedder: object) -> None:
+    """The real keyword index: "stop commit" finds "stopped ... committed"."""
+    settings = Settings(workspace=_workspace(tmp_path), index_dir=tmp_path / "idx")
+    with SearchEngine(settings, embedder=fake_embedder) as engine:  # type: ignore[arg-type]
+        engine.sync()
+        hits = engine.search("stop commit", mode="keyword").hits
+    assert [h.section_id for h in hits] == ["outage:outage"]
+
+
+def test_an_index_analysed_otherwise_is_rebuilt_from_the_manifest(
+    tmp_path: Path, fake_embedder: object
+) -> None:
+    """An index from before Snowball has no record of its analysis (or another one): opening
+    it rebuilds the full-text index from the manifest, says so, and embeds nothing again."""
+    ws, idx = _workspace(tmp_path), tmp_path / "idx"
+    settings = Settings(workspace=ws, index_dir=idx)
+    with SearchEngine(settings, embedder=fake_embedder) as engine:  # type: ignore[arg-type]
+        engine.sync()
+    marker = idx / "whoosh" / ANALYSIS_FILE
+    assert marker.read_text(encoding="utf-8").strip() == ANALYSIS
+    for recorded in (None, "words, Porter stems"):
+        if recorded is None:
+            marker.unlink()
+        else:
+            marker.write_text(recorded, encoding="utf-8")
+        embedded = fake_embedder.texts_embedded  # type: ignore[attr-defined]
+        with SearchEngine(settings, embedder=fake_embedder) as engine:  # type: ignore[arg-type]
+            repaired = list(engine.indexer.repaired)
+            assert any("analysed differently" in r for r in repaired), repaired
+            assert engine.indexer.lexical.doc_count() == 2
+            hits = engine.search("stop commit", mode="keyword").hits
+            assert [h.section_id for h in hits] == ["outage:outage"]
+        assert fake_embedder.texts_embedded == embedded  # type: ignore[attr-defined]
+        assert marker.read_text(encoding="utf-8").strip() == ANALYSIS
+    # recorded as today's: opened as it is
+    with SearchEngine(settings, embedder=fake_embedder) as engine:  # type: ignore[arg-type]
+        assert not engine.indexer.repaired
