@@ -129,4 +129,6 @@ def test_semantic_mode_is_left_alone(tmp_path: Path, model: Model2VecEmbedder) -
     assert "title match" not in str(sem.hits[0].scores["fusion"])
     assert "title match" in str(hyb.hits[0].scores["fusion"])
     top = hyb.hits[0]
-    assert top.scores["title_match"] == 1.0 and top.scores["title_factor"] == pytest.approx(1 + Settings().title_match_boost)
+    assert top.scores["title_match"] == 1.0 and top.scores["title_factor"] == pytest.approx(
+        1 + Settings().title_match_boost
+    )
