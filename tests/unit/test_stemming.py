@@ -25,6 +25,12 @@ from tui_search.core.lexical import ANALYSIS, ANALYSIS_FILE, analyze, stem_word
         # and cut these too far ("ar", "thi", "us" for "use")
         (["add", "added", "adding"], "add"),
         (["use", "used", "uses"], "use"),
+        # acronyms: Snowball keeps the "s" of a word without vowels; Porter did not
+        (["sdk", "sdks"], "sdk"),
+        (["vm", "vms"], "vm"),
+        (["pr", "prs"], "pr"),
+        (["api", "apis"], "api"),
+        (["css"], "css"),
     ],
 )
 def test_inflections_share_one_stem(words: list[str], stem: str) -> None:

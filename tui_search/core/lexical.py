@@ -143,12 +143,19 @@ _SNOWBALL_LOCK = threading.Lock()  # a PyStemmer stemmer is not safe to share be
 #: folder when it is made. An index analysed otherwise (before Snowball, or with no record)
 #: cannot match today's query terms: it is rebuilt from the manifest (no re-parsing, no
 #: re-embedding).
-ANALYSIS = "words+compounds, lowercase, English stop words, Snowball English stems"
+ANALYSIS = (
+    "words+compounds, lowercase, English stop words, Snowball English stems, acronym plurals"
+)
 ANALYSIS_FILE = "ANALYSIS"
+_VOWELS = frozenset("aeiouy")
 
 
 def stem_word(word: str) -> str:
-    """A lowercase word's stem (Snowball English)."""
+    """A lowercase word's stem (Snowball English). Snowball leaves the ``s`` on a word with no
+    vowel before it, so "SDKs", "VMs" and "PRs" did not meet "SDK", "VM" and "PR" (Porter's
+    stemmer did): such a plural loses its ``s`` first."""
+    if len(word) > 2 and word[-1] == "s" and word[-2] != "s" and not _VOWELS & set(word[:-1]):
+        word = word[:-1]
     with _SNOWBALL_LOCK:
         return str(_SNOWBALL.stemWord(word))
 
