@@ -72,8 +72,9 @@ class Settings:
     #: Snippet length in characters.
     snippet_chars: int = 220
     #: Hybrid fusion: weight of the keyword arm (the semantic arm gets 1 - this). ``None``
-    #: means the tuned default: 0.4 when soft term matching is on, 0.8 when the semantic
-    #: side is the dense cosine alone (both chosen on SciFact train, docs/evaluation.md).
+    #: means the tuned default (``ranking.FusionParams``): 0.36 when soft term matching is
+    #: on (chosen across every judged set), 0.8 when the semantic side is the dense cosine
+    #: alone (chosen on SciFact train, docs/evaluation.md).
     keyword_weight: float | None = None
     #: Share of the semantic side given to soft term matching (0 = dense cosine only).
     #: 0.6 chosen across every judged set (docs/evaluation.md; 0.75 on SciFact alone).
@@ -102,7 +103,7 @@ class Settings:
     #: gains, its score multiplied by 1 + this x coverage² (coverage = the share of the
     #: query's term weight found there, filters aside; 0 = off). Semantic mode ranks by
     #: meaning and is left alone (chosen across every judged set, session 14).
-    heading_match_boost: float = 0.5
+    heading_match_boost: float = 0.6
     #: Hybrid and keyword mode: the sections of a document whose title names the query
     #: exactly gain, their scores multiplied by 1 + this x match² (match = the share of the
     #: query's term weight the title holds x the share of the title's words the query holds;

@@ -108,7 +108,7 @@ async def explain_section(pilot: Any, query: str, section_id: str) -> tuple[list
                 "notes.md": "# Notes\n\nAn upload stalled once; no outage followed.\n",
             },
             "outage:upload-outage",
-            ["headings", "×1.40", "100% of the query"],
+            ["headings", "×1.60", "100% of the query"],
             id="heading-match",
         ),
         pytest.param(  # and its title is the query: every section of it gains

@@ -153,7 +153,9 @@ def test_default_keyword_weight_follows_the_semantic_side() -> None:
     semantic = [("c", 0.9), ("b", 0.5), ("a", 0.1)]
     soft = {"a": 0.2, "b": 0.9, "c": 0.4}
     auto = FusionParams()
-    assert fuse(keyword, semantic, mode="hybrid", params=auto, soft=soft)[1] == (0.4, 0.6)
+    assert fuse(keyword, semantic, mode="hybrid", params=auto, soft=soft)[1] == pytest.approx(
+        (0.36, 0.64)
+    )
     assert fuse(keyword, semantic, mode="hybrid", params=auto)[1] == (0.8, pytest.approx(0.2))
     no_soft = FusionParams(soft_share=0.0)
     assert fuse(keyword, semantic, mode="hybrid", params=no_soft, soft=soft)[1][0] == 0.8
