@@ -143,9 +143,7 @@ _SNOWBALL_LOCK = threading.Lock()  # a PyStemmer stemmer is not safe to share be
 #: folder when it is made. An index analysed otherwise (before Snowball, or with no record)
 #: cannot match today's query terms: it is rebuilt from the manifest (no re-parsing, no
 #: re-embedding).
-ANALYSIS = (
-    "words+compounds, lowercase, English stop words, Snowball English stems, acronym plurals"
-)
+ANALYSIS = "words+compounds, lowercase, English stop words, Snowball English stems, acronym plurals"
 ANALYSIS_FILE = "ANALYSIS"
 _VOWELS = frozenset("aeiouy")
 
