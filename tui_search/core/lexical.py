@@ -173,9 +173,10 @@ def _words(
 class TextAnalyzer(Analyzer):
     """The analyzer of the text fields in one pass: ``\\w+`` words (with inner ``.``/``:``),
     compound words also split into their parts, lowercased, English stop words removed,
-    Snowball-stemmed (``stem_word``). Yields exactly the tokens of the chain ``RegexTokenizer | CompoundFilter |
-    LowercaseFilter | StopFilter(minsize=1) | StemFilter`` (a test compares them), 2-3x faster:
-    one generator instead of five, and a plain dict in front of the stemmer."""
+    Snowball-stemmed (``stem_word``). Yields exactly the tokens of the chain ``RegexTokenizer |
+    CompoundFilter | LowercaseFilter | StopFilter(minsize=1) | StemFilter`` (a test compares
+    them), 2-3x faster: one generator instead of five, and a plain dict in front of the
+    stemmer."""
 
     is_morph = True
 

@@ -237,9 +237,10 @@ def refuse(scored: Iterable[Scored], params: FusionParams) -> list[Scored]:
     """A soft-matched hybrid ranking's candidates ranked again under other fusion weights
     (keyword weight, soft share, document blend, link-list damping, heading match, title
     match), as ``fuse``, the exact-identifier boost, ``blend_document``, ``damp_link_lists``,
-    ``apply_heading_match``, ``apply_title_match`` and ``finalize`` would have ranked them. Copies; the input is not
-    changed. For judging weights offline on the candidates a search already fused
-    (``benchmarks/fusion_levers.py``): with the weights in force it gives the same order."""
+    ``apply_heading_match``, ``apply_title_match`` and ``finalize`` would have ranked them.
+    Copies; the input is not changed. For judging weights offline on the candidates a search
+    already fused (``benchmarks/fusion_levers.py``): with the weights in force it gives the
+    same order."""
     copies = [dataclasses.replace(s) for s in scored]
     hits = sum(1 for s in copies if s.keyword_rank is not None)
     wk = hybrid_keyword_weight(params, hits, soft=True)

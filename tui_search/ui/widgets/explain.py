@@ -107,7 +107,7 @@ def explain_content(hit: Hit, why: Explanation | None, position: int | None) -> 
                 ),
             )
         )
-    if why.title_match > 0:
+    if why.title_factor > 1.0:  # a match under the floor names nothing
         rows.append(
             Content.assemble(
                 ("title     ", "bold"),
