@@ -461,3 +461,26 @@ async def test_long_lived_state_is_frozen_out_of_the_collector(
         await settle(pilot)
         assert len(calls) == 2  # not after every search
         assert entry_files(app)
+
+
+async def test_an_index_rebuilt_on_open_is_reported(
+    workspace: Path, app_factory: AppFactory, fake_embedder: Any, tmp_path: Path
+) -> None:
+    """An index analysed otherwise (made before the Snowball stems) is rebuilt from its
+    manifest when the app opens it, and the app says so instead of staying silent."""
+    from tui_search.config import Settings
+    from tui_search.core.lexical import ANALYSIS_FILE
+
+    settings = Settings(workspace=workspace, index_dir=tmp_path / "index")
+    with SearchEngine(settings, embedder=fake_embedder) as engine:
+        engine.sync()
+    (tmp_path / "index" / "whoosh" / ANALYSIS_FILE).unlink()
+    app = app_factory(workspace)
+    async with app.run_test() as pilot:
+        await ready(pilot)
+        notes = [(n.title, n.message) for n in app._notifications]
+        assert app.search_screen.status.state.documents > 0
+    assert any(
+        title == "Index repaired" and "analysed differently" in text and "rebuilt" in text
+        for title, text in notes
+    ), notes

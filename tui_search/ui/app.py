@@ -242,7 +242,14 @@ class TuiSearchApp(App[int]):
                 report = engine.apply_paths(paths, self._progress)
             engine.warm_up()  # (before the index is said ready: the first search is not slower)
             stats = engine.stats()
-            self.post_message(IndexDone(stats.documents, stats.chunks, len(report.skipped)))
+            self.post_message(
+                IndexDone(
+                    stats.documents,
+                    stats.chunks,
+                    len(report.skipped),
+                    repaired=tuple(report.repaired),
+                )
+            )
         except IndexCancelled:
             pass  # the app is closing
         except TuiSearchError as exc:
@@ -274,6 +281,8 @@ class TuiSearchApp(App[int]):
         first = not self.index_ready
         self.index_ready = True
         self._search_screen.index_done(message.documents, message.chunks, message.error)
+        for note in message.repaired:  # workspace paths in it: shown as text, not markup
+            self.notify(note, title="Index repaired", severity="warning", timeout=10, markup=False)
         self.settle_memory()
         if first and self.watch_enabled:
             self._start_watcher()

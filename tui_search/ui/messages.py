@@ -43,6 +43,8 @@ class IndexDone(Message):
     chunks: int
     skipped: int
     error: str | None = None
+    #: What was found damaged, or made by another version, and rebuilt (``SyncReport``).
+    repaired: tuple[str, ...] = ()
 
 
 @dataclass
