@@ -19,6 +19,15 @@ ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_WORKSPACE = ROOT / "sample_workspace"
 
 
+def write_files(root: Path, files: dict[str, str]) -> Path:
+    """Write ``files`` (workspace-relative path -> text) under ``root``; returns ``root``."""
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root
+
+
 def chunk_record(doc: str, slug: str, content: str, *, chunk_index: int = 0) -> ChunkRecord:
     """A section's chunk as the indexer writes it (``doc.md``, one heading ``slug``)."""
     key = f"{doc}:{slug}#{chunk_index}"

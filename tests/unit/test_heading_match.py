@@ -4,6 +4,7 @@ session 14): ``1 + boost x coverage²`` in hybrid and keyword mode."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from tui_search.core.ranking import (
     FusionParams,
     Scored,
     apply_heading_match,
+    apply_title_match,
     refuse,
 )
 
@@ -56,25 +58,43 @@ def test_coverage_is_the_share_of_the_query_weight_in_the_headings(
         assert none.tolist() == [0.0]
 
 
-def test_the_boost_is_one_plus_weight_times_coverage_squared() -> None:
+#: (apply function, the field of ``Scored`` it reads, the factor it sets, its weight's name)
+BOOSTS = [
+    pytest.param(
+        apply_heading_match, "heading_match", "heading_factor", "heading_match_boost", id="heading"
+    ),
+    pytest.param(apply_title_match, "title_match", "title_factor", "title_match_boost", id="title"),
+]
+
+
+@pytest.mark.parametrize(("apply", "match", "factor", "weight_name"), BOOSTS)
+def test_the_boost_is_one_plus_weight_times_match_squared(
+    apply: Callable[..., None], match: str, factor: str, weight_name: str
+) -> None:
     scored = [Scored("a:x#0", score=0.5), Scored("b:y#0", score=0.6), Scored("c:z#0", score=0.4)]
-    apply_heading_match(scored, {"a:x#0": 1.0, "b:y#0": 0.5}, 0.4)
-    assert scored[0].score == pytest.approx(0.5 * 1.4) and scored[0].heading_match == 1.0
-    assert scored[0].heading_factor == pytest.approx(1.4) and scored[2].heading_factor == 1.0
+    apply(scored, {"a:x#0": 1.0, "b:y#0": 0.5}, 0.4)
+    assert scored[0].score == pytest.approx(0.5 * 1.4) and getattr(scored[0], match) == 1.0
+    assert getattr(scored[0], factor) == pytest.approx(1.4) and getattr(scored[2], factor) == 1.0
     assert scored[1].score == pytest.approx(0.6 * (1 + 0.4 * 0.25))
-    assert scored[2].score == pytest.approx(0.4) and scored[2].heading_match == 0.0
+    assert scored[2].score == pytest.approx(0.4) and getattr(scored[2], match) == 0.0
     off = [Scored("a:x#0", score=0.5)]
-    apply_heading_match(off, {"a:x#0": 1.0}, 0.0)
-    assert off[0].score == 0.5
+    apply(off, {"a:x#0": 1.0}, 0.0)
+    assert off[0].score == 0.5 and getattr(off[0], factor) == 1.0
 
 
-def test_refuse_applies_the_heading_match_as_the_search_did() -> None:
-    a = Scored("a:named#0", keyword=12.0, keyword_norm=0.9, keyword_rank=2, heading_match=1.0)
+@pytest.mark.parametrize(("apply", "match", "factor", "weight_name"), BOOSTS)
+def test_refuse_applies_the_boost_as_the_search_did(
+    apply: Callable[..., None], match: str, factor: str, weight_name: str
+) -> None:
+    a = Scored("a:named#0", keyword=12.0, keyword_norm=0.9, keyword_rank=2, **{match: 1.0})
     b = Scored("b:body#0", keyword=13.0, keyword_norm=1.0, keyword_rank=1)
     for s in (a, b):
         s.semantic, s.semantic_norm, s.soft, s.soft_norm = 0.5, 1.0, 0.5, 1.0
-    on = refuse([a, b], FusionParams(document_weight=0.0, heading_match_boost=0.4))
-    off = refuse([a, b], FusionParams(document_weight=0.0, heading_match_boost=0.0))
+    lexical_boosts_off = {"heading_match_boost": 0.0, "title_match_boost": 0.0}
+    on = refuse(
+        [a, b], FusionParams(document_weight=0.0, **{**lexical_boosts_off, weight_name: 0.4})
+    )
+    off = refuse([a, b], FusionParams(document_weight=0.0, **lexical_boosts_off))
     assert [s.key for s in on] == ["a:named#0", "b:body#0"]
     assert [s.key for s in off] == ["b:body#0", "a:named#0"]
     assert all(0.0 <= s.score <= 1.0 for s in on)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import write_files
 from tui_search.config import Settings
 from tui_search.core.engine import SearchEngine
 from tui_search.core.lexical import ANALYSIS, ANALYSIS_FILE, analyze, stem_word
@@ -59,15 +60,14 @@ def test_the_stemmer_can_be_shared_between_threads() -> None:
     assert not errors and all(g == want for g in got)
 
 
+PAGES = {
+    "outage.md": "# Outage\n\nThe deploy stopped at 09:14; we committed a fix and restarted.\n",
+    "plan.md": "# Plan\n\nRoll out the new cache next week.\n",
+}
+
+
 def _workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "outage.md").write_text(
-        "# Outage\n\nThe deploy stopped at 09:14; we committed a fix and restarted.\n",
-        encoding="utf-8",
-    )
-    (ws / "plan.md").write_text("# Plan\n\nRoll out the new cache next week.\n", encoding="utf-8")
-    return ws
+    return write_files(tmp_path / "ws", PAGES)
 
 
 def test_a_query_finds_other_inflections(tmp_path: Path, fake_embedder: object) -> None:

@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import write_files
 from tui_search.config import Settings
 from tui_search.core.embedding import Model2VecEmbedder
 from tui_search.core.engine import SearchEngine
 from tui_search.core.lexical import HEADING_FIELDS, TITLE_FIELD, query_term_weights
-from tui_search.core.ranking import FusionParams, Scored, apply_title_match, refuse
+from tui_search.core.ranking import TITLE_MATCH_FLOOR, FusionParams, Scored, apply_title_match
 
 PAGES = {
     "governor.md": "# Governor of Texas\n\nThe governor of Texas is the state's chief executive.\n",
@@ -26,11 +27,7 @@ PAGES = {
 
 
 def _workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir(parents=True)
-    for name, text in PAGES.items():
-        (ws / name).write_text(text, encoding="utf-8")
-    return ws
+    return write_files(tmp_path / "ws", PAGES)
 
 
 def test_the_match_is_query_share_times_title_share(tmp_path: Path, fake_embedder: object) -> None:
@@ -64,29 +61,13 @@ def test_the_match_is_query_share_times_title_share(tmp_path: Path, fake_embedde
         assert snap.field_coverage(docnums, query, HEADING_FIELDS).tolist() == coverage.tolist()
 
 
-def test_the_boost_is_one_plus_weight_times_match_squared() -> None:
-    scored = [Scored("a:x#0", score=0.5), Scored("b:y#0", score=0.6), Scored("c:z#0", score=0.4)]
-    apply_title_match(scored, {"a:x#0": 1.0, "b:y#0": 0.5}, 0.8)
-    assert scored[0].score == pytest.approx(0.5 * 1.8) and scored[0].title_match == 1.0
-    assert scored[0].title_factor == pytest.approx(1.8) and scored[2].title_factor == 1.0
-    assert scored[1].score == pytest.approx(0.6 * (1 + 0.8 * 0.25))
-    assert scored[2].score == pytest.approx(0.4) and scored[2].title_match == 0.0
-    off = [Scored("a:x#0", score=0.5)]
-    apply_title_match(off, {"a:x#0": 1.0}, 0.0)
-    assert off[0].score == 0.5 and off[0].title_factor == 1.0
-
-
-def test_refuse_applies_the_title_match_as_the_search_did() -> None:
-    a = Scored("a:named#0", keyword=12.0, keyword_norm=0.9, keyword_rank=2, title_match=1.0)
-    b = Scored("b:body#0", keyword=13.0, keyword_norm=1.0, keyword_rank=1, title_match=0.5)
-    for s in (a, b):
-        s.semantic, s.semantic_norm, s.soft, s.soft_norm = 0.5, 1.0, 0.5, 1.0
-    base = {"document_weight": 0.0, "heading_match_boost": 0.0}
-    on = refuse([a, b], FusionParams(**base, title_match_boost=0.8))  # type: ignore[arg-type]
-    off = refuse([a, b], FusionParams(**base, title_match_boost=0.0))  # type: ignore[arg-type]
-    assert [s.key for s in on] == ["a:named#0", "b:body#0"]
-    assert [s.key for s in off] == ["b:body#0", "a:named#0"]
-    assert all(0.0 <= s.score <= 1.0 for s in on)
+def test_a_match_under_the_floor_names_nothing() -> None:
+    """(The boost itself, 1 + weight x match², is checked with the heading match's.)"""
+    scored = [Scored("a:x#0", score=0.5), Scored("b:y#0", score=0.5)]
+    apply_title_match(scored, {"a:x#0": TITLE_MATCH_FLOOR, "b:y#0": TITLE_MATCH_FLOOR - 0.01}, 1.0)
+    assert scored[0].title_factor == pytest.approx(1 + TITLE_MATCH_FLOOR**2)
+    assert scored[1].title_factor == 1.0 and scored[1].score == 0.5
+    assert scored[1].title_match == pytest.approx(TITLE_MATCH_FLOOR - 0.01)  # shown, not counted
 
 
 def test_the_default_is_on() -> None:
@@ -98,37 +79,31 @@ def model() -> Model2VecEmbedder:
     return Model2VecEmbedder()
 
 
-def _search(tmp_path: Path, model: Model2VecEmbedder, boost: float, mode: str) -> list[str]:
+def _search(
+    tmp_path: Path, model: Model2VecEmbedder, boost: float, mode: str
+) -> list[dict[str, object]]:
+    """Each hit's section id and explained scores, best first."""
     settings = Settings(
         workspace=_workspace(tmp_path), index_dir=tmp_path / "idx", title_match_boost=boost
     )
     with SearchEngine(settings, embedder=model) as engine:
         engine.sync()
         res = engine.search("governor of Texas", mode=mode, limit=10, explain=True)
-    return [h.section_id for h in res.hits]
+    return [{"id": h.section_id, **h.scores} for h in res.hits]
 
 
 def test_the_page_the_title_names_comes_first(tmp_path: Path, model: Model2VecEmbedder) -> None:
     """The real index and model: "Lieutenant Governor of Texas", whose page says the
     query's words more often, comes first in keyword mode without the title match; the page
-    titled with the query comes first with it, in keyword and hybrid mode."""
+    titled with the query comes first with it, in keyword and hybrid mode. Semantic mode ranks
+    by meaning and is left alone."""
     named = "governor:governor-of-texas"
-    assert _search(tmp_path / "off", model, 0.0, "keyword")[0] != named
+    assert _search(tmp_path / "off", model, 0.0, "keyword")[0]["id"] != named
     boost = Settings().title_match_boost
-    assert _search(tmp_path / "on", model, boost, "keyword")[0] == named
-    assert _search(tmp_path / "hybrid", model, boost, "hybrid")[0] == named
-
-
-def test_semantic_mode_is_left_alone(tmp_path: Path, model: Model2VecEmbedder) -> None:
-    settings = Settings(workspace=_workspace(tmp_path), index_dir=tmp_path / "idx")
-    with SearchEngine(settings, embedder=model) as engine:
-        engine.sync()
-        sem = engine.search("governor of Texas", mode="semantic", limit=10, explain=True)
-        hyb = engine.search("governor of Texas", mode="hybrid", limit=10, explain=True)
-    assert all(h.scores["title_match"] == 0.0 for h in sem.hits)
-    assert "title match" not in str(sem.hits[0].scores["fusion"])
-    assert "title match" in str(hyb.hits[0].scores["fusion"])
-    top = hyb.hits[0]
-    assert top.scores["title_match"] == 1.0 and top.scores["title_factor"] == pytest.approx(
-        1 + Settings().title_match_boost
-    )
+    assert _search(tmp_path / "on", model, boost, "keyword")[0]["id"] == named
+    top = _search(tmp_path / "hybrid", model, boost, "hybrid")[0]
+    assert top["id"] == named and "title match" in str(top["fusion"])
+    assert top["title_match"] == 1.0 and top["title_factor"] == pytest.approx(1 + boost)
+    semantic = _search(tmp_path / "semantic", model, boost, "semantic")
+    assert all(h["title_match"] == 0.0 for h in semantic)
+    assert "title match" not in str(semantic[0]["fusion"])
