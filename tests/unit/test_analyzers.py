@@ -70,6 +70,13 @@ WORDS = [
     "é",
     "42nd",
     "naïveBayes",
+    # underscore runs are no terms; a word they wrap is also the word alone
+    "_____",
+    "_",
+    "__",
+    "snake_",
+    "_a_",
+    "__name__",
 ]
 SEPARATORS = [" ", "  ", "\n", ", ", ". ", "-", "/", "(", ")", "'", '"', "\t", "…", ": ", "::"]
 OPTIONS = [

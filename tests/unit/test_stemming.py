@@ -107,3 +107,26 @@ def test_an_index_analysed_otherwise_is_rebuilt_from_the_manifest(
     # recorded as today's: opened as it is
     with SearchEngine(settings, embedder=fake_embedder) as engine:  # type: ignore[arg-type]
         assert not engine.indexer.repaired
+
+
+def test_underscores_are_punctuation_and_a_wrapped_word_is_a_word(
+    tmp_path: Path, fake_embedder: object
+) -> None:
+    """A blank ("tracheids are part of _____.") is no term, so it does not match every other
+    page with a blank; "init" finds ``__init__`` and "private" finds ``_private``."""
+    assert analyze("tracheids are part of _____.") == ["tracheid", "part"]
+    assert analyze("__init__") == ["__init__", "init"]
+    assert analyze("_private") == ["_privat", "privat"]
+    pages = {
+        "quiz.md": "# Quiz\n\nIntrons are removed; the _____ are spliced together.\n",
+        "xylem.md": "# Xylem\n\nTracheids are part of the xylem.\n",
+        "model.md": "# Model\n\nThe `__init__` method sets `_private` fields.\n",
+    }
+    settings = Settings(workspace=write_files(tmp_path / "ws", pages), index_dir=tmp_path / "i")
+    with SearchEngine(settings, embedder=fake_embedder) as engine:  # type: ignore[arg-type]
+        engine.sync()
+        blank = engine.search("tracheids are part of _____.", mode="keyword").hits
+        assert [h.section_id for h in blank] == ["xylem:xylem"]
+        for query in ("init method", "__init__", "private fields"):
+            hits = engine.search(query, mode="keyword").hits
+            assert [h.section_id for h in hits] == ["model:model"], query

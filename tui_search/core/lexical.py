@@ -94,14 +94,21 @@ def identifiers_in(text: str) -> list[str]:
 
 
 def split_compound(token: str) -> list[str]:
-    """``lumen.storage.s3`` -> [lumen, storage, s3]; ``getUserById`` -> [get, User, By, Id]."""
+    """``lumen.storage.s3`` -> [lumen, storage, s3]; ``getUserById`` -> [get, User, By, Id];
+    ``__init__`` -> [init] and ``_private`` -> [private] (a word the underscores wrap is
+    found by the word alone)."""
     parts: list[str] = []
     for piece in re.split(r"[._\-:$]+", token):
         if not piece:
             continue
         sub = _CAMEL_SPLIT.findall(piece)
         parts.extend(sub if len(sub) > 1 else [piece])
-    return parts if len(parts) > 1 else []
+    return parts if len(parts) > 1 or (parts and parts[0] != token) else []
+
+
+#: A letter or digit: a "word" without one (``_____``, the blank of a fill-in question) is
+#: punctuation, not a term.
+_ALNUM_RE = re.compile(r"[^\W_]")
 
 
 class CompoundFilter(Filter):
@@ -111,6 +118,8 @@ class CompoundFilter(Filter):
     def __call__(self, tokens: Iterator[Token]) -> Iterator[Token]:
         for t in tokens:
             text = t.text
+            if _ALNUM_RE.search(text) is None:
+                continue
             yield t
             if not text.isalnum() or not (text.islower() or text.isupper() or text.isdigit()):
                 for part in split_compound(text):
@@ -143,7 +152,10 @@ _SNOWBALL_LOCK = threading.Lock()  # a PyStemmer stemmer is not safe to share be
 #: folder when it is made. An index analysed otherwise (before Snowball, or with no record)
 #: cannot match today's query terms: it is rebuilt from the manifest (no re-parsing, no
 #: re-embedding).
-ANALYSIS = "words+compounds, lowercase, English stop words, Snowball English stems, acronym plurals"
+ANALYSIS = (
+    "words+compounds, lowercase, English stop words, Snowball English stems, acronym plurals,"
+    " no underscore runs, underscore-wrapped words"
+)
 ANALYSIS_FILE = "ANALYSIS"
 _VOWELS = frozenset("aeiouy")
 
@@ -224,6 +236,8 @@ class TextAnalyzer(Analyzer):
                 got = stems.get(text)
                 out.append((got if got is not None else stem(text), pos))
                 continue
+            if _ALNUM_RE.search(word) is None:
+                continue
             for piece in (word, *split_compound(word)):
                 text = piece.lower()
                 if not text or text in stops:
@@ -267,6 +281,8 @@ class TextAnalyzer(Analyzer):
                 t.endchar = start_char + end
             if word.isalnum() and (word.islower() or word.isupper() or word.isdigit()):
                 pieces: list[str] = [word]
+            elif _ALNUM_RE.search(word) is None:
+                continue
             else:
                 pieces = [word, *split_compound(word)]
             for piece in pieces:
