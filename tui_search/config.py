@@ -121,6 +121,11 @@ class Settings:
     #: direction around it that every chunk shares (``core.centering``); hybrid mode keeps
     #: the plain cosine (chosen across every judged set, docs/evaluation.md, session 6).
     semantic_centering: bool = True
+    #: Semantic mode: a query word the model splits into n word pieces ("capacitors" -> cap,
+    #: ac, itors) gives each piece its weight x n^-this in the soft match, so a long word no
+    #: longer counts n times over through generic pieces that match anything (0 = each piece
+    #: weighs the whole word; hybrid mode keeps 0; chosen across every judged set, session 17).
+    soft_match_piece_exponent: float = 0.6
     #: How many candidates each arm contributes before fusion.
     candidate_depth: int = 200
     #: Passages shown per document in grouped results.

@@ -44,6 +44,59 @@ def test_repeated_query_words_weigh_more_in_the_soft_match() -> None:
     assert query_token_weights(tokens, words, power=2.0) == {7: 4.0, 8: 9.0}
 
 
+def test_a_word_cut_into_pieces_spreads_its_weight_over_them() -> None:
+    # "capacitors low": the first word is cut into three pieces (ids 1, 2, 3), the second not
+    tokens = [(1, 0, 3), (2, 3, 5), (3, 5, 10), (4, 11, 14)]
+    words = [(0, 10, 2.0), (11, 14, 2.0)]
+    assert query_token_weights(tokens, words) == {1: 4.0, 2: 4.0, 3: 4.0, 4: 4.0}
+    spread = 3.0**-0.75
+    got = query_token_weights(tokens, words, pieces=0.75)
+    assert got == pytest.approx({1: 4.0 * spread, 2: 4.0 * spread, 3: 4.0 * spread, 4: 4.0})
+    # the whole word weighs 3^0.25 times a one-piece word (3 at pieces=0, 1 at pieces=1)
+    assert sum(got[t] for t in (1, 2, 3)) / got[4] == pytest.approx(3.0**0.25)
+    # repeats multiply as before; a one-piece word is left as it was
+    rep = {0: 2.0, 1: 1.0}
+    assert query_token_weights(tokens, words, repeats=rep, pieces=1.0) == pytest.approx(
+        {1: 8.0 / 3, 2: 8.0 / 3, 3: 8.0 / 3, 4: 4.0}
+    )
+
+
+def test_semantic_mode_spreads_a_word_over_its_pieces_and_hybrid_does_not(
+    tmp_path: Path, model: Model2VecEmbedder
+) -> None:
+    """The real model cuts "capacitors" into pieces. Semantic mode's soft match weighs them
+    n^-0.6 each (``soft_match_piece_exponent``), so the scores change with the setting;
+    hybrid mode's never do."""
+    assert len(model.query_tokens("capacitors")) > 1
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "a.md").write_text("# Filters\n\nLow voltage capacitors for audio filters.\n")
+    (root / "b.md").write_text("# Power\n\nThe AC cap.\n")
+    (root / "c.md").write_text("# Notes\n\nNothing about electronics here at all.\n")
+    query = "low voltage capacitors"
+    soft: dict[tuple[str, float], dict[str, float]] = {}
+    for exponent in (0.0, 0.6):
+        settings = Settings(
+            workspace=root, index_dir=tmp_path / "idx", soft_match_piece_exponent=exponent
+        )
+        with SearchEngine(settings, embedder=model) as engine:
+            engine.sync()
+            for mode in ("semantic", "hybrid"):
+                ranked, _ = engine.rank(engine.plan(query), mode)
+                soft[mode, exponent] = {s.key: s.soft for s in ranked}
+            if exponent:
+                res = engine.search(query, mode="semantic", explain=True)
+                assert "word pieces" in str(res.hits[0].scores["fusion"])
+    assert soft["hybrid", 0.0] == soft["hybrid", 0.6]
+    assert soft["semantic", 0.0] != soft["semantic", 0.6]
+    # the chunk that holds every word still scores 1; the one that holds only pieces of
+    # "capacitors" ("AC cap") scores less than when each piece weighed the whole word
+    (a,) = (k for k in soft["semantic", 0.6] if k.startswith("a:"))
+    (b,) = (k for k in soft["semantic", 0.6] if k.startswith("b:"))
+    assert soft["semantic", 0.6][a] == pytest.approx(1.0, abs=1e-5)
+    assert soft["semantic", 0.6][b] < soft["semantic", 0.0][b] - 0.03
+
+
 def test_soft_match_scores_hand_computed() -> None:
     weights = {0: 3.0, 1: 1.0}
     chunks = [

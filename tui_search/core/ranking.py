@@ -38,6 +38,9 @@ class FusionParams:
     file_vector_weight: float = Settings.file_vector_weight
     #: Semantic mode: cosines without the index's common direction (``core.centering``).
     semantic_centering: bool = Settings.semantic_centering
+    #: Semantic mode: each word piece of a query word weighs n^-this of the word in the soft
+    #: match (``softmatch.query_token_weights``).
+    soft_match_piece_exponent: float = Settings.soft_match_piece_exponent
     #: Link-list sections keep ``1 - this * link share`` of their score (``damp_link_lists``).
     link_list_damping: float = Settings.link_list_damping
     #: Sections whose heading path covers the query gain ``1 + this * coverage²``
@@ -55,6 +58,7 @@ class FusionParams:
             document_weight=settings.document_weight,
             file_vector_weight=settings.file_vector_weight,
             semantic_centering=settings.semantic_centering,
+            soft_match_piece_exponent=settings.soft_match_piece_exponent,
             link_list_damping=settings.link_list_damping,
             heading_match_boost=settings.heading_match_boost,
             title_match_boost=settings.title_match_boost,

@@ -514,6 +514,12 @@ class Retriever:
             blend += f", title match x(1 + {fusion.title_match_boost:g} x match²)"
         if mode == "semantic" and self.params.drop_question_words and self.soft_matching(fusion):
             blend += ", question words out of the soft match"
+        if (
+            mode == "semantic"
+            and fusion.soft_match_piece_exponent > 0
+            and self.soft_matching(fusion)
+        ):
+            blend += f", word pieces x n^-{fusion.soft_match_piece_exponent:g} in the soft match"
         if self.soft_matching(fusion):
             return (
                 f"convex(min-max), semantic side {1 - fusion.soft_share:g} cosine + "
@@ -618,6 +624,7 @@ class Retriever:
                 plan.semantic_text,
                 dict.fromkeys([k for k, _ in keyword_top] + [k for k, _ in semantic]),
                 question_words=mode == "semantic" and self.params.drop_question_words,
+                pieces=fusion.soft_match_piece_exponent if mode == "semantic" else 0.0,
             )
         scored, weights = fuse(
             keyword,
@@ -835,12 +842,20 @@ class Retriever:
         return [(k, mix(k, c)) for k, c in semantic], {k: mix(k, c) for k, c in lookup.items()}
 
     def _soft_match(
-        self, text: str, keys: Iterable[str], *, question_words: bool = False
+        self,
+        text: str,
+        keys: Iterable[str],
+        *,
+        question_words: bool = False,
+        pieces: float = 0.0,
     ) -> dict[str, float]:
         """Soft term-match score of each candidate chunk (``core.softmatch``). With
         ``question_words`` the words that frame a question weigh nothing (semantic mode:
         +0.006 nDCG@10 on the judged sets' mean, no set lower; in hybrid mode it cost
-        anthropic-docs 0.008, docs/evaluation.md, session 11)."""
+        anthropic-docs 0.008, docs/evaluation.md, session 11). ``pieces`` spreads a word's
+        weight over its word pieces (``query_token_weights``; semantic mode, session 17: mean
+        +0.007, no set lower than 0.0014; in hybrid mode CACM lost 0.005 or more at every
+        fusion weight)."""
         embedder = self.embedder
         assert isinstance(embedder, TokenEmbedder)
         spans = analyzed_spans(text)
@@ -854,7 +869,10 @@ class Retriever:
         said = query_term_weights(text, self.params.query_term_frequency)
         repeats = {i: said.get(t, 1.0) for i, (t, _, _) in enumerate(spans)}
         weights = query_token_weights(
-            embedder.query_tokens(text), [(a, b, idf[t]) for t, a, b in spans], repeats=repeats
+            embedder.query_tokens(text),
+            [(a, b, idf[t]) for t, a, b in spans],
+            repeats=repeats,
+            pieces=pieces,
         )
         if not weights:
             return {}

@@ -30,17 +30,25 @@ def query_token_weights(
     words: Sequence[WordSpan],
     power: float = 2.0,
     repeats: Mapping[int, float] | None = None,
+    pieces: float = 0.0,
 ) -> dict[int, float]:
     """Weight of each query token: the largest weight of the analysed words it overlaps,
     raised to ``power``. Tokens outside every word (stop words, punctuation) are dropped; a
     token that occurs twice keeps its larger weight. ``repeats`` (word index -> factor, e.g.
     ``1 + ln n`` for a word the query says n times) multiplies the weight of the tokens of
-    that word, after the power."""
+    that word, after the power. ``pieces`` > 0 divides the weight of the tokens of a word
+    the tokenizer cut into n pieces by n ** pieces ("capacitors" -> cap, ac, itors: at 0 the
+    word weighs three times a one-piece word, and "ac" matches any chunk with an "ac")."""
+    spread = [1.0] * len(words)
+    if pieces > 0:
+        for i, (w_start, w_end, _) in enumerate(words):
+            n = sum(1 for _, start, end in tokens if start < w_end and end > w_start)
+            spread[i] = float(max(n, 1)) ** -pieces
     out: dict[int, float] = {}
     for tid, start, end in tokens:
         weight = max(
             (
-                w**power * (repeats.get(i, 1.0) if repeats else 1.0)
+                w**power * (repeats.get(i, 1.0) if repeats else 1.0) * spread[i]
                 for i, (w_start, w_end, w) in enumerate(words)
                 if start < w_end and end > w_start and w > 0
             ),
