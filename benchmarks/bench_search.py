@@ -15,6 +15,7 @@ difference: what a ranking change costs on the user's path, in one run on the sa
 
 Usage:
     python benchmarks/bench_search.py --workspace /tmp/corpora/rust-rfcs --index-dir DIR
+    [--mode semantic] [--against soft_match_piece_exponent=0]
 The index is built first when it is missing or stale (not timed).
 """
 
@@ -94,11 +95,11 @@ def timed(fn: Any, repeat: int) -> float:
     return statistics.median(best)
 
 
-def rank_call(engine: SearchEngine, q: str) -> None:
+def rank_call(engine: SearchEngine, q: str, mode: str = "hybrid") -> None:
     if hasattr(engine, "plan"):  # before issue 13
-        engine.rank(engine.plan(q), "hybrid")
+        engine.rank(engine.plan(q), mode)
     else:
-        engine.rank(q, mode="hybrid")
+        engine.rank(q, mode=mode)
 
 
 def changed_settings(settings: Settings, assignments: str) -> Settings:
@@ -117,11 +118,13 @@ def changed_settings(settings: Settings, assignments: str) -> Settings:
     return dataclasses.replace(settings, **changes)
 
 
-def against(engine: SearchEngine, other: SearchEngine, queries: list[str], repeat: int) -> None:
+def against(
+    engine: SearchEngine, other: SearchEngine, queries: list[str], repeat: int, mode: str
+) -> None:
     """The app's calls on both engines, query by query in turn; p50/p95 of each and of the
     per-query difference (this one minus the other)."""
     for q in queries[:5]:  # warm-up
-        other.search(q, limit=50, group=True)
+        other.search(q, limit=50, group=True, mode=mode)
     for group in (False, True):
         mine: list[float] = []
         theirs: list[float] = []
@@ -129,7 +132,10 @@ def against(engine: SearchEngine, other: SearchEngine, queries: list[str], repea
             pair = [(mine, engine), (theirs, other)]
             for out, eng in pair if i % 2 == 0 else pair[::-1]:
                 out.append(
-                    timed(lambda e=eng, q=q, g=group: e.search(q, limit=50, group=g), repeat)
+                    timed(
+                        lambda e=eng, q=q, g=group: e.search(q, limit=50, group=g, mode=mode),
+                        repeat,
+                    )
                 )
         diff = [a - b for a, b in zip(mine, theirs, strict=True)]
         name = f"search(limit=50{', group' if group else ''})"
@@ -156,6 +162,9 @@ def main() -> int:
         metavar="NAME=VALUE[,...]",
         help="also time the app's calls with these settings changed, on the same index",
     )
+    ap.add_argument(
+        "--mode", choices=("hybrid", "keyword", "semantic"), default="hybrid", help="search mode"
+    )
     args = ap.parse_args()
 
     settings = Settings(workspace=args.workspace, index_dir=args.index_dir)
@@ -167,22 +176,24 @@ def main() -> int:
     if args.against:
         other = SearchEngine(changed_settings(settings, args.against))
         print(f"{args.workspace}: {engine.stats().chunks} chunks, against {args.against}")
-        against(engine, other, natural, args.repeat)
+        against(engine, other, natural, args.repeat, args.mode)
         other.close()
+    mode = args.mode
     for q in natural[:5]:  # warm-up
-        engine.search(q, limit=50, group=True)
+        engine.search(q, limit=50, group=True, mode=mode)
     calls = {
-        "rank": lambda q: rank_call(engine, q),
-        "search(limit=10)": lambda q: engine.search(q, limit=10),
-        "search(limit=50)": lambda q: engine.search(q, limit=50),
-        "search(limit=50, group)": lambda q: engine.search(q, limit=50, group=True),
+        "rank": lambda q: rank_call(engine, q, mode),
+        "search(limit=10)": lambda q: engine.search(q, limit=10, mode=mode),
+        "search(limit=50)": lambda q: engine.search(q, limit=50, mode=mode),
+        "search(limit=50, group)": lambda q: engine.search(q, limit=50, group=True, mode=mode),
     }
     lat: dict[str, list[float]] = {name: [] for name in calls}
     for q in natural:
         for name, fn in calls.items():
             lat[name].append(timed(lambda fn=fn, q=q: fn(q), args.repeat))
     lat["filters, search(limit=50, group)"] = [
-        timed(lambda q=q: engine.search(q, limit=50, group=True), args.repeat) for q in filters
+        timed(lambda q=q: engine.search(q, limit=50, group=True, mode=mode), args.repeat)
+        for q in filters
     ]
     figures: dict[str, Any] = {
         "workspace": str(args.workspace),
@@ -192,7 +203,8 @@ def main() -> int:
     }
     engine.close()
     print(
-        f"{args.workspace}: {figures['chunks']} chunks, {len(natural)} queries (+{len(filters)} filter)"
+        f"{args.workspace}: {figures['chunks']} chunks, {len(natural)} queries"
+        f" (+{len(filters)} filter), {mode} mode"
     )
     rank_p95 = pct(lat["rank"], 0.95)
     for name, values in lat.items():
