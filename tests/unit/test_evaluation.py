@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -348,6 +349,54 @@ def test_workspace_pointer_to_an_archive_is_unpacked_once_and_checked(
             modes=["keyword"],
             engine_factory=fake_factory(fake_embedder),
         )
+
+
+def test_two_evaluations_of_one_archive_at_once_take_turns_unpacking_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Evaluating by section and by file at once on a fresh machine: both find the archive
+    not yet unpacked. The second waits for the first instead of deleting the tree the first
+    is writing, then finds it unpacked; it is unpacked once."""
+    import tarfile
+    import threading
+
+    from tui_search.core.evaluation import unpack_archive
+
+    _small_workspace(tmp_path / "src")
+    digest = _tar(tmp_path / "src", tmp_path / "corpus.tar.gz")
+    target = tmp_path / "cache" / "workspace"
+    extractall = tarfile.TarFile.extractall
+    started = threading.Event()
+    calls: list[int] = []
+
+    def slow_extractall(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        started.set()
+        time.sleep(0.5)  # long enough for the other evaluation to arrive mid-unpack
+        return extractall(self, *args, **kwargs)
+
+    monkeypatch.setattr(tarfile.TarFile, "extractall", slow_extractall)
+    results: list[Path] = []
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            got = unpack_archive(tmp_path / "corpus.tar.gz", digest, target, lambda _p: None)
+            results.append(got)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    first = threading.Thread(target=run)
+    first.start()
+    assert started.wait(10)
+    second = threading.Thread(target=run)
+    second.start()
+    first.join()
+    second.join()
+    assert not errors, errors
+    assert results == [target, target]
+    assert len(calls) == 1
+    assert (target / "notes" / "kiln.md").is_file()
 
 
 def test_workspace_pointer_errors(tmp_path: Path, fake_embedder) -> None:  # type: ignore[no-untyped-def]

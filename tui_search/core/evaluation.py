@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tui_search.config import Settings, user_cache_dir
-from tui_search.core.errors import DatasetError
+from tui_search.core.errors import DatasetError, IndexBusyError
+from tui_search.core.index import WriterLock
 from tui_search.core.indexer import Progress
 from tui_search.core.metrics import mrr_at_k, ndcg_at_k, percentile, recall_at_k
 from tui_search.core.plan import MODES, plan_plain
@@ -285,16 +286,50 @@ def source_stamp(source: Path, extra: str = "") -> str:
     return f"{stamp}:{extra}" if extra else stamp
 
 
+#: Longest an evaluation waits for another one unpacking the same archive (seconds).
+UNPACK_WAIT = 600.0
+
+
 def unpack_archive(archive: Path, digest: str | None, target: Path, progress: ProgressFn) -> Path:
     """Unpack a ``.tar.gz`` workspace once into ``target`` (a stamp records what it came
-    from); members that would land outside ``target`` are refused (tarfile's data filter)."""
+    from); members that would land outside ``target`` are refused (tarfile's data filter).
+    Two evaluations of the same archive at once (by section and by file, say) take turns: the
+    second waits for the first's unpacking and then finds it done, instead of deleting the
+    tree the first is writing."""
+    stamp_value = source_stamp(archive, digest or "")
+    stamp = target.parent / "workspace.stamp"
+
+    def unpacked() -> bool:
+        return (
+            target.is_dir() and stamp.is_file() and stamp.read_text(encoding="utf-8") == stamp_value
+        )
+
+    if unpacked():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with WriterLock(target.parent / "workspace.lock").hold(timeout=UNPACK_WAIT):
+            if unpacked():
+                return target
+            return _unpack(archive, digest, target, stamp, stamp_value, progress)
+    except IndexBusyError:
+        raise DatasetError(
+            f"another evaluation has been unpacking {archive.name} into {target.parent} for "
+            f"{UNPACK_WAIT:.0f} s; try again when it ends"
+        ) from None
+
+
+def _unpack(
+    archive: Path,
+    digest: str | None,
+    target: Path,
+    stamp: Path,
+    stamp_value: str,
+    progress: ProgressFn,
+) -> Path:
     import shutil
     import tarfile
 
-    stamp_value = source_stamp(archive, digest or "")
-    stamp = target.parent / "workspace.stamp"
-    if target.is_dir() and stamp.is_file() and stamp.read_text(encoding="utf-8") == stamp_value:
-        return target
     if digest is not None:
         actual = sha256_of(archive)
         if actual != digest:
