@@ -104,11 +104,12 @@ class Settings:
     #: query's term weight found there, filters aside; 0 = off). Semantic mode ranks by
     #: meaning and is left alone (chosen across every judged set, session 14).
     heading_match_boost: float = 0.6
-    #: Hybrid and keyword mode: the sections of a document whose title names the query
+    #: Every mode: the sections of a document whose title names the query
     #: exactly gain, their scores multiplied by 1 + this x match² (match = the share of the
     #: query's term weight the title holds x the share of the title's words the query holds;
     #: "Governor of Texas" names "governor of texas", "Lieutenant Governor of Texas" less;
-    #: 0 = off; chosen across every judged set, session 16).
+    #: 0 = off; chosen across every judged set, session 16; semantic mode too since
+    #: session 18).
     title_match_boost: float = 1.2
     #: Keyword arm: share of a chunk's BM25F taken from its whole file's BM25F (the file's
     #: chunks read as one document), so a file that covers the query as a whole lifts its

@@ -1,6 +1,6 @@
 """A document whose title is what the query names comes first (issue 10, session 16):
-``1 + boost x match²`` in hybrid and keyword mode, match = the share of the query the title
-holds x the share of the title the query holds."""
+``1 + boost x match²`` in every mode (semantic mode since session 18), match = the share of
+the query the title holds x the share of the title the query holds."""
 
 from __future__ import annotations
 
@@ -95,8 +95,8 @@ def _search(
 def test_the_page_the_title_names_comes_first(tmp_path: Path, model: Model2VecEmbedder) -> None:
     """The real index and model: "Lieutenant Governor of Texas", whose page says the
     query's words more often, comes first in keyword mode without the title match; the page
-    titled with the query comes first with it, in keyword and hybrid mode. Semantic mode ranks
-    by meaning and is left alone."""
+    titled with the query comes first with it, in keyword and hybrid mode. Semantic mode takes
+    the title match too (session 18), but not the heading match."""
     named = "governor:governor-of-texas"
     assert _search(tmp_path / "off", model, 0.0, "keyword")[0]["id"] != named
     boost = Settings().title_match_boost
@@ -104,6 +104,11 @@ def test_the_page_the_title_names_comes_first(tmp_path: Path, model: Model2VecEm
     top = _search(tmp_path / "hybrid", model, boost, "hybrid")[0]
     assert top["id"] == named and "title match" in str(top["fusion"])
     assert top["title_match"] == 1.0 and top["title_factor"] == pytest.approx(1 + boost)
-    semantic = _search(tmp_path / "semantic", model, boost, "semantic")
-    assert all(h["title_match"] == 0.0 for h in semantic)
-    assert "title match" not in str(semantic[0]["fusion"])
+    semantic = {h["id"]: h for h in _search(tmp_path / "semantic", model, boost, "semantic")}
+    assert "title match" in str(semantic[named]["fusion"])
+    assert "heading match" not in str(semantic[named]["fusion"])
+    assert semantic[named]["title_factor"] == pytest.approx(1 + boost)
+    assert all(h["heading_factor"] == 1.0 for h in semantic.values())
+    unnamed = _search(tmp_path / "semantic-off", model, 0.0, "semantic")
+    assert all(h["title_factor"] == 1.0 for h in unnamed)
+    assert "title match" not in str(unnamed[0]["fusion"])

@@ -510,7 +510,7 @@ class Retriever:
             blend += f", link lists x(1 - {fusion.link_list_damping:g} x link share)"
         if fusion.heading_match_boost > 0 and mode != "semantic":
             blend += f", heading match x(1 + {fusion.heading_match_boost:g} x coverage²)"
-        if fusion.title_match_boost > 0 and mode != "semantic":
+        if fusion.title_match_boost > 0:
             blend += f", title match x(1 + {fusion.title_match_boost:g} x match²)"
         if mode == "semantic" and self.params.drop_question_words and self.soft_matching(fusion):
             blend += ", question words out of the soft match"
@@ -650,12 +650,15 @@ class Retriever:
             if plan.plain_text is not None
             else (plan.semantic_text if plan.tree is not None else None)
         )
-        lexical_names = fusion.heading_match_boost > 0 or fusion.title_match_boost > 0
-        if lexical_names and mode != "semantic" and named and scored:
+        # semantic mode ranks by meaning: its headings are left alone (the heading match lost
+        # rust-rfcs by file at every weight there), but a title that names the query counts
+        # in every mode (session 18: semantic mean +0.003, no set lower)
+        heading_boost = fusion.heading_match_boost if mode != "semantic" else 0.0
+        if (heading_boost > 0 or fusion.title_match_boost > 0) and named and scored:
             coverage, title = self._heading_signals(
                 named, [s.key for s in scored], snap, fusion.title_match_boost > 0
             )
-            apply_heading_match(scored, coverage, fusion.heading_match_boost)
+            apply_heading_match(scored, coverage, heading_boost)
             apply_title_match(scored, title, fusion.title_match_boost)
         ranked = finalize(scored)
         rest = _keyword_tail(tail, ranked, snap) if tail is not None else None
