@@ -656,7 +656,11 @@ class Retriever:
         heading_boost = fusion.heading_match_boost if mode != "semantic" else 0.0
         if (heading_boost > 0 or fusion.title_match_boost > 0) and named and scored:
             coverage, title = self._heading_signals(
-                named, [s.key for s in scored], snap, fusion.title_match_boost > 0
+                named,
+                [s.key for s in scored],
+                snap,
+                fusion.title_match_boost > 0,
+                headings=heading_boost > 0,
             )
             apply_heading_match(scored, coverage, heading_boost)
             apply_title_match(scored, title, fusion.title_match_boost)
@@ -783,10 +787,17 @@ class Retriever:
         return found
 
     def _heading_signals(
-        self, text: str, keys: list[str], snap: LexicalSnapshot, title: bool
+        self,
+        text: str,
+        keys: list[str],
+        snap: LexicalSnapshot,
+        title: bool,
+        *,
+        headings: bool = True,
     ) -> tuple[dict[str, float], dict[str, float]]:
         """Chunk key -> share of the query's term weight (as the keyword arm weighs it) that
-        the chunk's title and heading path hold (``ranking.apply_heading_match``), and chunk
+        the chunk's title and heading path hold (``ranking.apply_heading_match``; without
+        ``headings``, the title's alone, and the heading postings are not read), and chunk
         key -> how exactly its title names the query (``ranking.apply_title_match``; only
         when ``title``), read from the keyword index's postings of those fields."""
         p = self.params
@@ -796,7 +807,10 @@ class Retriever:
         if not weights:
             return {}, {}
         found, named = snap.heading_signals(
-            snap.docnums_of(keys), weights, HEADING_FIELDS, TITLE_FIELD if title else None
+            snap.docnums_of(keys),
+            weights,
+            HEADING_FIELDS if headings else (TITLE_FIELD,),
+            TITLE_FIELD if title else None,
         )
         return (
             {keys[i]: float(found[i]) for i in np.flatnonzero(found > 0).tolist()},
