@@ -33,6 +33,9 @@ async def test_explain_view_follows_the_selection(workspace: Path, app_factory: 
         assert "Why result 1 ranks" in text and first.file_path in text
         assert f"{why.relevance:4.2f}" in text and "keyword" in text and "cosine" in text
         assert f"× {why.keyword_weight:.2f}" in text
+        # the mode's rules, as the core describes them (--explain's "fusion")
+        assert "rules" in text and why.fusion in text.replace("\n", " ")
+        assert "title match" in why.fusion
         await pilot.press("down")
         await settle(pilot)
         text = str(panel.visual)

@@ -1,7 +1,8 @@
 """The explain view: why the selected result ranks where it does, as aligned figures and bars.
 
 Each arm's raw score and rank, its normalised score as a bar (0-1), the weight it gets in the
-fusion, the exact-identifier boost and the final relevance. Colours are theme variables, so the
+fusion, the exact-identifier boost, the final relevance, and the rules of the search's mode
+(the core's fusion description: document blend, centring, word pieces, title match, ...). Colours are theme variables, so the
 view reads the same in every theme; the bars carry the figures too, never colour alone.
 """
 
@@ -154,6 +155,8 @@ def explain_content(hit: Hit, why: Explanation | None, position: int | None) -> 
     if why.soft_share > 0:
         weights += f" (cosine {1 - why.soft_share:.2f} / soft {why.soft_share:.2f})"
     rows.append(Content.styled(weights, "$text-muted"))
+    # the rules the search applied in this mode (the core's own description, as in --explain)
+    rows.append(Content.assemble(("rules  ", "bold"), (why.fusion, "$text-muted")))
     return Content("\n").join(rows)
 
 
