@@ -2,8 +2,9 @@
 
 Each arm's raw score and rank, its normalised score as a bar (0-1), the weight it gets in the
 fusion, the exact-identifier boost, the final relevance, and the rules of the search's mode
-(the core's fusion description: document blend, centring, word pieces, title match, ...). Colours are theme variables, so the
-view reads the same in every theme; the bars carry the figures too, never colour alone.
+(the core's fusion description: document blend, centring, word pieces, title match, ...).
+Colours are theme variables, so the view reads the same in every theme; the bars carry the
+figures too, never colour alone.
 """
 
 from __future__ import annotations
