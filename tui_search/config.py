@@ -131,6 +131,10 @@ class Settings:
     candidate_depth: int = 200
     #: Passages shown per document in grouped results.
     passages_per_document: int = 3
+    #: Each section is one result, at its best passage: a long section's chunks no longer
+    #: fill the list (flat and grouped results, the command line and the MCP tools; false =
+    #: every matching chunk is a result).
+    one_result_per_section: bool = True
     #: Watcher debounce in milliseconds.
     debounce_ms: int = 250
     #: Theme name for the app.

@@ -10,7 +10,7 @@ import fnmatch
 import json
 import re
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -66,6 +66,18 @@ def keys(hits: tuple[Hit, ...]) -> list[str]:
     return [h.key for h in hits]
 
 
+def sections(hits: tuple[Hit, ...]) -> set[str]:
+    """The hits' sections; each section is one result (at its best chunk)."""
+    ids = [h.section_id for h in hits]
+    assert len(ids) == len(set(ids)), "a section listed twice"
+    return set(ids)
+
+
+def sections_where(chunks: dict[str, ChunkRecord], keep: Callable[[ChunkRecord], bool]) -> set[str]:
+    """The sections with a chunk that ``keep`` accepts (computed from the manifest)."""
+    return {c.section_id for c in chunks.values() if keep(c)}
+
+
 def search(engine: SearchEngine, q: str, mode: str = "keyword") -> tuple[Hit, ...]:
     results = engine.search(q, mode=mode, limit=ALL)
     assert not results.warnings, results.warnings
@@ -82,8 +94,8 @@ def test_plain_words_rank_as_before(engine: SearchEngine) -> None:
 
 def test_phrase(engine: SearchEngine, chunks: dict[str, ChunkRecord]) -> None:
     hits = search(engine, '"connection pool"')
-    found = set(keys(hits))
-    literal = {k for k, c in chunks.items() if "connection pool" in c.content.lower()}
+    found = sections(hits)
+    literal = sections_where(chunks, lambda c: "connection pool" in c.content.lower())
     assert literal and literal <= found
     rx = re.compile(r"connect\w*\W+pool", re.IGNORECASE)
     for h in hits:
@@ -91,7 +103,7 @@ def test_phrase(engine: SearchEngine, chunks: dict[str, ChunkRecord]) -> None:
         assert rx.search(c.content) or {"connect", "pool"} <= set(
             analyze(c.heading + " " + c.title)
         )
-    loose = set(keys(search(engine, "connection pool")))
+    loose = sections(search(engine, "connection pool"))
     assert found < loose  # the phrase is stricter than the words
 
 
@@ -101,10 +113,10 @@ def test_and_or(engine: SearchEngine, chunks: dict[str, ChunkRecord]) -> None:
     assert all(
         has_term(chunks[k], "postgres") and has_term(chunks[k], "backup") for k in keys(both)
     )
-    either = set(keys(search(engine, "pgbouncer OR thumbnail")))
-    expected = {
-        k for k, c in chunks.items() if has_term(c, "pgbouncer") or has_term(c, "thumbnail")
-    }
+    either = sections(search(engine, "pgbouncer OR thumbnail"))
+    expected = sections_where(
+        chunks, lambda c: has_term(c, "pgbouncer") or has_term(c, "thumbnail")
+    )
     assert either == expected
 
 
@@ -122,8 +134,8 @@ def test_not_and_minus_hold_on_every_arm(
 
 def test_required_word(engine: SearchEngine, chunks: dict[str, ChunkRecord]) -> None:
     hits = search(engine, "+pgbouncer pool sizing")
-    expected = {k for k, c in chunks.items() if has_term(c, "pgbouncer")}
-    assert set(keys(hits)) == expected
+    expected = sections_where(chunks, lambda c: has_term(c, "pgbouncer"))
+    assert sections(hits) == expected
 
 
 def test_hybrid_adds_semantic_sections_but_keeps_filters(
@@ -131,34 +143,33 @@ def test_hybrid_adds_semantic_sections_but_keeps_filters(
 ) -> None:
     kw = search(engine, "postgres AND backup in:guides")
     hy = search(engine, "postgres AND backup in:guides", "hybrid")
-    assert set(keys(kw)) < set(keys(hy))
+    assert sections(kw) < sections(hy)
     assert all(chunks[k].file_path.startswith("guides/") for k in keys(hy))
 
 
 def test_tags_front_matter_and_inline(engine: SearchEngine, chunks: dict[str, ChunkRecord]) -> None:
     hits = search(engine, "tag:adr NOT tag:postgres")
-    expected = [c for c in chunks.values() if "adr" in c.tags and "postgres" not in c.tags]
-    assert set(keys(hits)) == {c.key for c in expected}
+    expected = sections_where(chunks, lambda c: "adr" in c.tags and "postgres" not in c.tags)
+    assert sections(hits) == expected
     # a filter-only query lists sections in document order
     order = [(chunks[k].file_path, chunks[k].line_start) for k in keys(hits)]
     assert order == sorted(order)
     hashed = search(engine, "#storage")  # hierarchical: storage/s3 counts
-    assert {
-        k for k, c in chunks.items() if any(t.split("/")[0] == "storage" for t in c.tags)
-    } == set(keys(hashed))
-    either = set(keys(search(engine, "tag:thumbnails OR #oncall")))
-    assert either == {k for k, c in chunks.items() if "thumbnails" in c.tags or "oncall" in c.tags}
+    assert sections_where(
+        chunks, lambda c: any(t.split("/")[0] == "storage" for t in c.tags)
+    ) == sections(hashed)
+    either = sections(search(engine, "tag:thumbnails OR #oncall"))
+    assert either == sections_where(chunks, lambda c: "thumbnails" in c.tags or "oncall" in c.tags)
 
 
 def test_path_and_in(engine: SearchEngine, chunks: dict[str, ChunkRecord]) -> None:
     hits = search(engine, "path:guides/*.md")
-    assert set(keys(hits)) == {
-        k
-        for k, c in chunks.items()
-        if fnmatch.fnmatch(c.file_path, "guides/*.md") and c.file_path.count("/") == 1
-    }
+    assert sections(hits) == sections_where(
+        chunks,
+        lambda c: fnmatch.fnmatch(c.file_path, "guides/*.md") and c.file_path.count("/") == 1,
+    )
     hits = search(engine, "in:runbooks")
-    assert set(keys(hits)) == {k for k, c in chunks.items() if c.file_path.startswith("runbooks/")}
+    assert sections(hits) == sections_where(chunks, lambda c: c.file_path.startswith("runbooks/"))
     hits = search(engine, "restore in:runbooks", "hybrid")
     assert hits and all(chunks[k].file_path.startswith("runbooks/") for k in keys(hits))
 

@@ -57,6 +57,13 @@ class Link:
     text: str = ""
 
 
+def section_of(key: str) -> str:
+    """The section id (``<doc>:<section-slug>``) of a chunk key (``Chunk.key``,
+    ``<doc>:<section-slug>#<n>``): everything before the last ``#`` (a slug holds none, a
+    file name may)."""
+    return key.rpartition("#")[0]
+
+
 @dataclass(frozen=True)
 class Chunk:
     section_id: str
@@ -77,6 +84,7 @@ class Chunk:
 
     @property
     def key(self) -> str:
+        """``<section id>#<chunk index>`` (``section_of`` reads the section back)."""
         return f"{self.section_id}#{self.chunk_index}"
 
     @property

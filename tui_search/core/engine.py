@@ -125,6 +125,7 @@ class SearchEngine:
             self.embedder,
             lexical_params=self.lexical_params,
             candidate_depth=settings.candidate_depth,
+            one_per_section=settings.one_result_per_section,
         )
 
     # -- index lifecycle ----------------------------------------------------------------

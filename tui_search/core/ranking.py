@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from tui_search.config import Settings
+from tui_search.core.chunking import section_of
 
 
 @dataclass(frozen=True)
@@ -281,6 +282,20 @@ def document_of(key: str) -> str:
     ``:`` (neither a slug nor ``#<n>`` holds one). One C call, as a search resolves every
     match's document (270k keys for a broad query)."""
     return key[: key.rindex(":")]
+
+
+def best_per_section(ranked: list[Scored]) -> list[Scored]:
+    """Each section once, at its best chunk (the first of a ranking best first): a long
+    section's chunks are its passages, and a list of the best sections shows it once. The
+    order is kept, so a ranking judged by section or by file scores the same."""
+    seen: set[str] = set()
+    out: list[Scored] = []
+    for s in ranked:
+        section = section_of(s.key)
+        if section not in seen:
+            seen.add(section)
+            out.append(s)
+    return out
 
 
 def blend_document(

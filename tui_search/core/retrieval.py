@@ -27,6 +27,7 @@ import numpy as np
 from whoosh import query as Q
 
 from tui_search.core.centering import SAMPLE_SIZE, Centering
+from tui_search.core.chunking import section_of
 from tui_search.core.embedding import Embedder, TokenEmbedder
 from tui_search.core.exact import term_query
 from tui_search.core.index import SearchIndex
@@ -64,6 +65,7 @@ from tui_search.core.ranking import (
     apply_exact_boost,
     apply_heading_match,
     apply_title_match,
+    best_per_section,
     blend_document,
     damp_link_lists,
     document_of,
@@ -468,11 +470,14 @@ class Retriever:
         *,
         lexical_params: LexicalParams,
         candidate_depth: int,
+        one_per_section: bool = True,
     ) -> None:
         self.index = index
         self.embedder = embedder
         self.params = lexical_params
         self.depth = candidate_depth
+        #: each section once, at its best chunk (``ranking.best_per_section``)
+        self.one_per_section = one_per_section
         self._cache_lock = threading.Lock()
         self._query_cache: dict[str, np.ndarray] = {}
         self._token_cache: OrderedDict[str, np.ndarray] = OrderedDict()
@@ -557,6 +562,11 @@ class Retriever:
         if plan.listing:  # only filters: the matching sections in document order
             docs = np.flatnonzero(allowed if allowed is not None else snap.live())
             rows = store.listing(snap.keys(docs))
+            if self.one_per_section:  # a section once, at its first chunk
+                firsts: dict[str, tuple[str, str]] = {}
+                for key, path in rows:
+                    firsts.setdefault(section_of(key), (key, path))
+                rows = list(firsts.values())
             dist = c.distances
             rows.sort(key=lambda r: dist.get(r[1], 0))  # stable: document order within
             ranked = [Scored(key=k, score=1.0 / (1 + dist.get(p, 0))) for k, p in rows]
@@ -665,7 +675,9 @@ class Retriever:
             apply_heading_match(scored, coverage, heading_boost)
             apply_title_match(scored, title, fusion.title_match_boost)
         ranked = finalize(scored)
-        rest = _keyword_tail(tail, ranked, snap) if tail is not None else None
+        if self.one_per_section:
+            ranked = best_per_section(ranked)
+        rest = _keyword_tail(tail, ranked, snap, self.one_per_section) if tail is not None else None
         if rest is not None and tiers:  # tiers reorder every result: make the rows
             ranked, rest = Ranking(ranked, weights, name, tail=rest).all(), None
         return Ranking(order_by_tier(ranked, tiers), weights, name, c.warnings, rest)
@@ -956,9 +968,14 @@ def _split_keyword_head(
 
 
 def _keyword_tail(
-    tail: tuple[np.ndarray, np.ndarray], ranked: list[Scored], snap: LexicalSnapshot
+    tail: tuple[np.ndarray, np.ndarray],
+    ranked: list[Scored],
+    snap: LexicalSnapshot,
+    one_per_section: bool,
 ) -> KeywordTail:
-    """The matches past the fused ones (``KeywordTail``), those already ranked left out."""
+    """The matches past the fused ones (``KeywordTail``), those already ranked left out
+    (with ``one_per_section``, every chunk of a section already listed, by section ordinals:
+    ``LexicalSnapshot.section_ordinals``)."""
     docnums, scores = tail
     floor = ranked[-1].score if ranked else 1.0
     top = float(scores.max()) if len(scores) else 0.0
@@ -966,7 +983,15 @@ def _keyword_tail(
     head = snap.docnums_of([s.key for s in ranked])
     file_of = snap.file_ordinals()
     seen = head[head >= 0]  # a semantic result that is also a tail match
-    if seen.size:
+    if one_per_section and len(docnums):
+        sections = snap.section_ordinals()
+        tail_sections = sections[docnums]
+        keep = np.zeros(len(docnums), dtype=bool)
+        keep[np.unique(tail_sections, return_index=True)[1]] = True  # a section's best
+        if seen.size:
+            keep &= ~np.isin(tail_sections, sections[seen])
+        docnums, scores, ranks = docnums[keep], scores[keep], ranks[keep]
+    elif seen.size:
         keep = ~np.isin(docnums, seen)
         docnums, scores, ranks = docnums[keep], scores[keep], ranks[keep]
     return KeywordTail(
