@@ -119,16 +119,22 @@ def changed_settings(settings: Settings, assignments: str) -> Settings:
 
 
 def against(
-    engine: SearchEngine, other: SearchEngine, queries: list[str], repeat: int, mode: str
+    engine: SearchEngine,
+    other: SearchEngine,
+    queries: list[str],
+    filters: list[str],
+    repeat: int,
+    mode: str,
 ) -> None:
     """The app's calls on both engines, query by query in turn; p50/p95 of each and of the
-    per-query difference (this one minus the other)."""
+    per-query difference (this one minus the other): the natural queries, then the filter and
+    exclusion queries."""
     for q in queries[:5]:  # warm-up
         other.search(q, limit=50, group=True, mode=mode)
-    for group in (False, True):
+    for kind, group in (("", False), ("", True), ("filters, ", False), ("filters, ", True)):
         mine: list[float] = []
         theirs: list[float] = []
-        for i, q in enumerate(queries):
+        for i, q in enumerate(filters if kind else queries):
             pair = [(mine, engine), (theirs, other)]
             for out, eng in pair if i % 2 == 0 else pair[::-1]:
                 out.append(
@@ -138,9 +144,9 @@ def against(
                     )
                 )
         diff = [a - b for a, b in zip(mine, theirs, strict=True)]
-        name = f"search(limit=50{', group' if group else ''})"
+        name = f"{kind}search(limit=50{', group' if group else ''})"
         print(
-            f"{name:<26} shipped p50 {pct(mine, 0.5):6.1f} / p95 {pct(mine, 0.95):6.1f} ms;"
+            f"{name:<35} shipped p50 {pct(mine, 0.5):6.1f} / p95 {pct(mine, 0.95):6.1f} ms;"
             f" changed p50 {pct(theirs, 0.5):6.1f} / p95 {pct(theirs, 0.95):6.1f} ms;"
             f" per-query difference p50 {pct(diff, 0.5):+6.2f} / p95 {pct(diff, 0.95):+6.2f} ms"
         )
@@ -176,7 +182,7 @@ def main() -> int:
     if args.against:
         other = SearchEngine(changed_settings(settings, args.against))
         print(f"{args.workspace}: {engine.stats().chunks} chunks, against {args.against}")
-        against(engine, other, natural, args.repeat, args.mode)
+        against(engine, other, natural, filters, args.repeat, args.mode)
         other.close()
     mode = args.mode
     for q in natural[:5]:  # warm-up
