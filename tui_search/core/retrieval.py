@@ -27,7 +27,6 @@ import numpy as np
 from whoosh import query as Q
 
 from tui_search.core.centering import SAMPLE_SIZE, Centering
-from tui_search.core.chunking import section_of
 from tui_search.core.embedding import Embedder, TokenEmbedder
 from tui_search.core.exact import term_query
 from tui_search.core.index import SearchIndex
@@ -562,14 +561,11 @@ class Retriever:
         if plan.listing:  # only filters: the matching sections in document order
             docs = np.flatnonzero(allowed if allowed is not None else snap.live())
             rows = store.listing(snap.keys(docs))
-            if self.one_per_section:  # a section once, at its first chunk
-                firsts: dict[str, tuple[str, str]] = {}
-                for key, path in rows:
-                    firsts.setdefault(section_of(key), (key, path))
-                rows = list(firsts.values())
             dist = c.distances
             rows.sort(key=lambda r: dist.get(r[1], 0))  # stable: document order within
             ranked = [Scored(key=k, score=1.0 / (1 + dist.get(p, 0))) for k, p in rows]
+            if self.one_per_section:  # a section once, at its first chunk
+                ranked = best_per_section(ranked)
             return Ranking(ranked, (1.0, 0.0), name, c.warnings)
 
         keyword: list[tuple[str, float]] = []
