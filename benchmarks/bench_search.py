@@ -4,6 +4,7 @@ Prints p50/p95 (ms) over the same queries, in one process, for:
 - ``rank``: the ranking alone (what earlier figures reported);
 - ``search(limit=10)`` flat; ``search(limit=50)`` flat and ``search(limit=50, group=True)``
   (the app's calls: a page of 50, snippets included);
+- long questions (12 to 30 words: the corpus' own sentences) at limit 50, flat;
 - filter and exclusion queries (``tag:``, ``path:``, ``-word``, ``NOT``) at limit 50, grouped;
 and the ratios app-call / rank. Queries are the corpus' own headings (half phrased as
 questions), a deterministic sample.
@@ -25,6 +26,7 @@ import argparse
 import dataclasses
 import json
 import random
+import re
 import resource
 import statistics
 import sys
@@ -61,6 +63,20 @@ def natural_queries(engine: SearchEngine, n: int, seed: int) -> list[str]:
     rng = random.Random(seed)
     picked = rng.sample(headings, min(n, len(headings)))
     return [h if i % 2 == 0 else f"how do I {h.lower()}?" for i, h in enumerate(picked)]
+
+
+def long_questions(engine: SearchEngine, n: int, seed: int) -> list[str]:
+    """Questions of 12 to 30 words, as an agent or ``similar:"…"`` sends them: sentences of
+    the corpus' own sections (markup left out), a deterministic sample."""
+    sentences: set[str] = set()
+    for path in sorted(engine.files()):
+        for c in engine.sections(path):
+            for raw in re.split(r"(?<=[.?!])\s+|\n+", c.content):
+                words = re.sub(r"[`*_#>|\[\]()<>{}]", " ", raw).split()
+                if 12 <= len(words) <= 30 and sum(w.isalpha() for w in words) >= 0.8 * len(words):
+                    sentences.add(" ".join(words))
+    rng = random.Random(seed)
+    return rng.sample(sorted(sentences), min(n, len(sentences)))
 
 
 def filter_queries(engine: SearchEngine, natural: list[str], n: int) -> list[str]:
@@ -123,18 +139,20 @@ def against(
     other: SearchEngine,
     queries: list[str],
     filters: list[str],
+    long: list[str],
     repeat: int,
     mode: str,
 ) -> None:
     """The app's calls on both engines, query by query in turn; p50/p95 of each and of the
-    per-query difference (this one minus the other): the natural queries, then the filter and
-    exclusion queries."""
+    per-query difference (this one minus the other): the natural queries, the long
+    questions, then the filter and exclusion queries."""
     for q in queries[:5]:  # warm-up
         other.search(q, limit=50, group=True, mode=mode)
-    for kind, group in (("", False), ("", True), ("filters, ", False), ("filters, ", True)):
+    kinds = {"": queries, "long questions, ": long, "filters, ": filters}
+    for kind, group in [(k, g) for k in kinds for g in (False, True)]:
         mine: list[float] = []
         theirs: list[float] = []
-        for i, q in enumerate(filters if kind else queries):
+        for i, q in enumerate(kinds[kind]):
             pair = [(mine, engine), (theirs, other)]
             for out, eng in pair if i % 2 == 0 else pair[::-1]:
                 out.append(
@@ -179,10 +197,11 @@ def main() -> int:
         engine.sync()
     natural = natural_queries(engine, args.queries, seed=7)
     filters = filter_queries(engine, natural, args.queries // 2) + list(args.extra)
+    long = long_questions(engine, args.queries // 2, seed=5)
     if args.against:
         other = SearchEngine(changed_settings(settings, args.against))
         print(f"{args.workspace}: {engine.stats().chunks} chunks, against {args.against}")
-        against(engine, other, natural, filters, args.repeat, args.mode)
+        against(engine, other, natural, filters, long, args.repeat, args.mode)
         other.close()
     mode = args.mode
     for q in natural[:5]:  # warm-up
@@ -197,6 +216,9 @@ def main() -> int:
     for q in natural:
         for name, fn in calls.items():
             lat[name].append(timed(lambda fn=fn, q=q: fn(q), args.repeat))
+    lat["long questions, search(limit=50)"] = [
+        timed(lambda q=q: engine.search(q, limit=50, mode=mode), args.repeat) for q in long
+    ]
     lat["filters, search(limit=50, group)"] = [
         timed(lambda q=q: engine.search(q, limit=50, group=True, mode=mode), args.repeat)
         for q in filters
@@ -206,11 +228,12 @@ def main() -> int:
         "chunks": engine.stats().chunks,
         "queries": len(natural),
         "filter_queries": len(filters),
+        "long_questions": len(long),
     }
     engine.close()
     print(
         f"{args.workspace}: {figures['chunks']} chunks, {len(natural)} queries"
-        f" (+{len(filters)} filter), {mode} mode"
+        f" (+{len(long)} long, +{len(filters)} filter), {mode} mode"
     )
     rank_p95 = pct(lat["rank"], 0.95)
     for name, values in lat.items():
@@ -220,7 +243,10 @@ def main() -> int:
             f"{name:<34} p50 {p50:8.1f} ms  p95 {p95:8.1f} ms  p95/rank p95 {p95 / rank_p95:5.2f}"
         )
     if args.slowest:
-        named = {name: natural for name in calls} | {"filters, search(limit=50, group)": filters}
+        named = {name: natural for name in calls} | {
+            "long questions, search(limit=50)": long,
+            "filters, search(limit=50, group)": filters,
+        }
         for name, values in lat.items():
             worst = sorted(zip(values, named[name], strict=True), reverse=True)[: args.slowest]
             print(f"slowest {name}: " + "; ".join(f"{ms:.0f} ms {q!r}" for ms, q in worst))

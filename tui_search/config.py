@@ -127,6 +127,18 @@ class Settings:
     #: longer counts n times over through generic pieces that match anything (0 = each piece
     #: weighs the whole word; hybrid mode keeps 0; chosen across every judged set, session 17).
     soft_match_piece_exponent: float = 0.6
+    #: Hybrid mode, long questions: a question of n words (its text, filters aside) is also
+    #: ranked with semantic mode's rules (cosines partly centred, question words out of the
+    #: soft match, word pieces x n^-soft_match_piece_exponent), and each result's score is
+    #: ``(1 - a) * plain + a * rules``, a rising from 0 at ``long_question_from`` words to 1
+    #: at ``long_question_full`` words (0 = off). A long question says what it means in many
+    #: words, where those rules help; for short queries they lose (chosen across every judged
+    #: set, docs/evaluation.md, session 20: hybrid mean +0.004, no set lower).
+    long_question_from: int = 12
+    long_question_full: int = 16
+    #: The share of the centred cosine in the long-question ranking's cosines (the rest is
+    #: the plain cosine; semantic mode takes it whole).
+    long_question_centering: float = 0.5
     #: How many candidates each arm contributes before fusion.
     candidate_depth: int = 200
     #: Passages shown per document in grouped results.

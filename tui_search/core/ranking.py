@@ -42,6 +42,11 @@ class FusionParams:
     #: Semantic mode: each word piece of a query word weighs n^-this of the word in the soft
     #: match (``softmatch.query_token_weights``).
     soft_match_piece_exponent: float = Settings.soft_match_piece_exponent
+    #: Hybrid mode: long questions also ranked with semantic mode's rules, mixed in from
+    #: ``long_question_from`` words (0 = off) to ``long_question_full`` (``long_question_share``).
+    long_question_from: int = Settings.long_question_from
+    long_question_full: int = Settings.long_question_full
+    long_question_centering: float = Settings.long_question_centering
     #: Link-list sections keep ``1 - this * link share`` of their score (``damp_link_lists``).
     link_list_damping: float = Settings.link_list_damping
     #: Sections whose heading path covers the query gain ``1 + this * coverage²``
@@ -60,6 +65,9 @@ class FusionParams:
             file_vector_weight=settings.file_vector_weight,
             semantic_centering=settings.semantic_centering,
             soft_match_piece_exponent=settings.soft_match_piece_exponent,
+            long_question_from=settings.long_question_from,
+            long_question_full=settings.long_question_full,
+            long_question_centering=settings.long_question_centering,
             link_list_damping=settings.link_list_damping,
             heading_match_boost=settings.heading_match_boost,
             title_match_boost=settings.title_match_boost,
@@ -380,6 +388,27 @@ def apply_title_match(scored: Iterable[Scored], match: Mapping[str, float], weig
         s.title_match = m
         s.title_factor = 1.0 + weight * m * m if m >= TITLE_MATCH_FLOOR else 1.0
         s.score *= s.title_factor
+
+
+def long_question_share(params: FusionParams, words: int) -> float:
+    """The share of a hybrid question's score taken from its ranking under semantic mode's
+    rules: 0 below ``long_question_from`` words (or with it 0), rising linearly to 1 at
+    ``long_question_full`` words."""
+    start, full = params.long_question_from, params.long_question_full
+    if start <= 0 or words < start:
+        return 0.0
+    if full <= start:
+        return 1.0
+    return min(1.0, (words - start) / (full - start))
+
+
+def mix_rankings(plain: list[Scored], rules: list[Scored], share: float) -> list[Scored]:
+    """``plain`` with each score ``(1 - share) * its own + share * its score in ``rules``
+    (0 where ``rules`` lacks it), best first. The two rankings hold the same candidates."""
+    other = {s.key: s.score for s in rules}
+    for s in plain:
+        s.score = (1.0 - share) * s.score + share * other.get(s.key, 0.0)
+    return finalize(plain)
 
 
 def finalize(scored: list[Scored]) -> list[Scored]:

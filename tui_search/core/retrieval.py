@@ -13,6 +13,7 @@ It reads the index; it never writes.
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import posixpath
 import re
@@ -70,6 +71,8 @@ from tui_search.core.ranking import (
     document_of,
     finalize,
     fuse,
+    long_question_share,
+    mix_rankings,
 )
 from tui_search.core.softmatch import query_token_weights, soft_match_scores
 from tui_search.core.store import vector_key
@@ -452,6 +455,28 @@ class KeywordTail:
         )
 
 
+@dataclass(frozen=True)
+class _Rules:
+    """How one fusion pass treats the semantic side: the share of the centred cosine in each
+    cosine, whether question words weigh nothing in the soft match, the word-piece exponent."""
+
+    centering: float = 0.0
+    question_words: bool = False
+    pieces: float = 0.0
+
+
+def _long_share(plan: QueryPlan, mode: Mode, fusion: FusionParams) -> float:
+    """Hybrid mode: the share of a question's score taken from its ranking under semantic
+    mode's rules, by the number of words of its semantic text (``long_question_share``)."""
+    if mode != "hybrid" or not plan.semantic_text:
+        return 0.0
+    return long_question_share(fusion, len(plan.semantic_text.split()))
+
+
+#: hybrid and keyword mode's pass: plain cosines, every query word and piece in the soft match
+_PLAIN = _Rules()
+
+
 @lru_cache(maxsize=16_384)
 def heading_terms(heading: str) -> frozenset[str]:
     """A heading's analysed terms; link lists share a few headings ("See also", "Related
@@ -524,6 +549,12 @@ class Retriever:
             and self.soft_matching(fusion)
         ):
             blend += f", word pieces x n^-{fusion.soft_match_piece_exponent:g} in the soft match"
+        share = _long_share(plan, mode, fusion)
+        if share > 0:
+            blend += (
+                f", {share:.0%} of the score from semantic mode's rules (a long question: "
+                f"cosines {fusion.long_question_centering:g} centred)"
+            )
         if self.soft_matching(fusion):
             return (
                 f"convex(min-max), semantic side {1 - fusion.soft_share:g} cosine + "
@@ -610,14 +641,62 @@ class Retriever:
                     sim = sims.get(vector_key(k))
                     if sim is not None:
                         lookup[k] = sim
+        # semantic mode's rules: its cosines centred, question words out of its soft match,
+        # word pieces weighed down; hybrid mode takes them in part for long questions
+        rules = _Rules(
+            centering=1.0 if fusion.semantic_centering else 0.0,
+            question_words=self.params.drop_question_words,
+            pieces=fusion.soft_match_piece_exponent,
+        )
+        share = _long_share(plan, mode, fusion) if qvec is not None else 0.0
+        passes = [rules if mode == "semantic" else _PLAIN]
+        if share > 0:
+            long_rules = dataclasses.replace(rules, centering=fusion.long_question_centering)
+            passes = [_PLAIN, long_rules] if share < 1 else [long_rules]
+        results = [
+            self._fused(plan, mode, fusion, snap, qvec, keyword, keyword_top, semantic, lookup, how)
+            for how in passes
+        ]
+        ranked, weights = results[0]
+        if len(results) > 1:
+            ranked = mix_rankings(ranked, results[1][0], share)
+        if self.one_per_section:
+            ranked = best_per_section(ranked)
+        rest = _keyword_tail(tail, ranked, snap, self.one_per_section) if tail is not None else None
+        if rest is not None and tiers:  # tiers reorder every result: make the rows
+            ranked, rest = Ranking(ranked, weights, name, tail=rest).all(), None
+        return Ranking(order_by_tier(ranked, tiers), weights, name, c.warnings, rest)
+
+    def _fused(
+        self,
+        plan: QueryPlan,
+        mode: Mode,
+        fusion: FusionParams,
+        snap: LexicalSnapshot,
+        qvec: np.ndarray | None,
+        keyword: list[tuple[str, float]],
+        keyword_top: list[tuple[str, float]],
+        semantic: list[tuple[str, float]],
+        lookup: dict[str, float],
+        rules: _Rules,
+    ) -> tuple[list[Scored], tuple[float, float]]:
+        """The arms' candidates fused, boosted and sorted under ``rules``."""
+        store = self.index.store
         centering = None
-        if qvec is not None and mode == "semantic" and fusion.semantic_centering and semantic:
+        if qvec is not None and rules.centering > 0 and (semantic or lookup):
             centering = self.centering()
             if centering is not None:
-                semantic = self._centred_cosines(qvec, semantic, centering)
+                semantic, lookup = self._centred_cosines(
+                    qvec, semantic, lookup, centering, rules.centering
+                )
         if qvec is not None and fusion.file_vector_weight > 0 and (semantic or lookup):
             semantic, lookup = self._mix_file_cosine(
-                qvec, semantic, lookup, fusion.file_vector_weight, centering
+                qvec,
+                semantic,
+                lookup,
+                fusion.file_vector_weight,
+                centering,
+                rules.centering,
             )
         soft: dict[str, float] | None = None
         if (
@@ -629,8 +708,8 @@ class Retriever:
             soft = self._soft_match(
                 plan.semantic_text,
                 dict.fromkeys([k for k, _ in keyword_top] + [k for k, _ in semantic]),
-                question_words=mode == "semantic" and self.params.drop_question_words,
-                pieces=fusion.soft_match_piece_exponent if mode == "semantic" else 0.0,
+                question_words=rules.question_words,
+                pieces=rules.pieces,
             )
         scored, weights = fuse(
             keyword,
@@ -670,13 +749,7 @@ class Retriever:
             )
             apply_heading_match(scored, coverage, heading_boost)
             apply_title_match(scored, title, fusion.title_match_boost)
-        ranked = finalize(scored)
-        if self.one_per_section:
-            ranked = best_per_section(ranked)
-        rest = _keyword_tail(tail, ranked, snap, self.one_per_section) if tail is not None else None
-        if rest is not None and tiers:  # tiers reorder every result: make the rows
-            ranked, rest = Ranking(ranked, weights, name, tail=rest).all(), None
-        return Ranking(order_by_tier(ranked, tiers), weights, name, c.warnings, rest)
+        return finalize(scored), weights
 
     # -- resolution ---------------------------------------------------------------------
     def _like(self, plan: QueryPlan, c: _Compiler) -> tuple[np.ndarray | None, list[str]]:
@@ -826,15 +899,27 @@ class Retriever:
         )
 
     def _centred_cosines(
-        self, qvec: np.ndarray, semantic: list[tuple[str, float]], centering: Centering
-    ) -> list[tuple[str, float]]:
+        self,
+        qvec: np.ndarray,
+        semantic: list[tuple[str, float]],
+        lookup: dict[str, float],
+        centering: Centering,
+        share: float,
+    ) -> tuple[list[tuple[str, float]], dict[str, float]]:
         """The semantic arm's candidates (selected, and kept in order, by the plain cosine)
-        with their cosines taken without the common direction."""
+        and the looked-up cosines of the keyword arm's, each ``(1 - share) * plain + share *
+        the cosine without the common direction``."""
+        keys = [k for k, _ in semantic] + list(lookup)
         vkeys, vecs = self.index.vectors.get(
-            np.fromiter((vector_key(k) for k, _ in semantic), np.uint64, len(semantic))
+            np.fromiter((vector_key(k) for k in keys), np.uint64, len(keys))
         )
         sims = dict(zip(vkeys.tolist(), centering.cosines(qvec, vecs).tolist(), strict=True))
-        return [(k, sims.get(vector_key(k), c)) for k, c in semantic]
+
+        def mix(key: str, cos: float) -> float:
+            centred = sims.get(vector_key(key))
+            return cos if centred is None else (1.0 - share) * cos + share * centred
+
+        return [(k, mix(k, c)) for k, c in semantic], {k: mix(k, c) for k, c in lookup.items()}
 
     def _mix_file_cosine(
         self,
@@ -843,20 +928,23 @@ class Retriever:
         lookup: dict[str, float],
         weight: float,
         centering: Centering | None = None,
+        share: float = 1.0,
     ) -> tuple[list[tuple[str, float]], dict[str, float]]:
         """Each candidate's cosine becomes ``(1 - weight) * its own + weight * the cosine of
         its document's mean chunk vector``: a section of a file that is about the query as a
         whole gains. The semantic arm's candidates (and their order) stay the chunk cosine's.
         The means are read from the manifest, which rewrites a file's mean with its vectors.
-        With ``centering`` (semantic mode), the means and the query are compared without the
-        index's common direction, as the chunks were."""
+        With ``centering``, the means and the query are compared as the chunks were: ``share``
+        of the cosine without the index's common direction (semantic mode: all of it)."""
         docs = {document_of(k) for k, _ in semantic} | {document_of(k) for k in lookup}
         means = self.index.store.file_vectors(docs)
         if not means:
             return semantic, lookup
         names = list(means)
         rows = np.stack([means[d] for d in names])
-        cosines = rows @ qvec if centering is None else centering.cosines(qvec, rows)
+        cosines = rows @ qvec
+        if centering is not None:
+            cosines = (1.0 - share) * cosines + share * centering.cosines(qvec, rows)
         sims = dict(zip(names, cosines.tolist(), strict=True))
         own = 1.0 - weight
 
