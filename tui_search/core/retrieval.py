@@ -74,7 +74,7 @@ from tui_search.core.ranking import (
     long_question_share,
     mix_rankings,
 )
-from tui_search.core.softmatch import query_token_weights, soft_match_scores
+from tui_search.core.softmatch import query_token_weights, soft_match_score_sets
 from tui_search.core.store import vector_key
 
 if TYPE_CHECKING:  # networkx loads only when a query names documents
@@ -473,6 +473,19 @@ def _long_share(plan: QueryPlan, mode: Mode, fusion: FusionParams) -> float:
     return long_question_share(fusion, len(plan.semantic_text.split()))
 
 
+def _blend(own: float, other: float | None, share: float) -> float:
+    """``(1 - share) * own + share * other``; ``own`` where there is no other."""
+    return own if other is None else (1.0 - share) * own + share * other
+
+
+def _file_cosine(cosines: tuple[float, float] | None, centred: float) -> float | None:
+    """A file's cosine with the query with ``centred`` of it taken without the common
+    direction (``Retriever._file_cosines``)."""
+    if cosines is None:
+        return None
+    return _blend(cosines[0], cosines[1], centred) if centred > 0 else cosines[0]
+
+
 #: hybrid and keyword mode's pass: plain cosines, every query word and piece in the soft match
 _PLAIN = _Rules()
 
@@ -653,10 +666,9 @@ class Retriever:
         if share > 0:
             long_rules = dataclasses.replace(rules, centering=fusion.long_question_centering)
             passes = [_PLAIN, long_rules] if share < 1 else [long_rules]
-        results = [
-            self._fused(plan, mode, fusion, snap, qvec, keyword, keyword_top, semantic, lookup, how)
-            for how in passes
-        ]
+        results = self._fused(
+            plan, mode, fusion, snap, qvec, keyword, keyword_top, semantic, lookup, passes
+        )
         ranked, weights = results[0]
         if len(results) > 1:
             ranked = mix_rankings(ranked, results[1][0], share)
@@ -678,56 +690,38 @@ class Retriever:
         keyword_top: list[tuple[str, float]],
         semantic: list[tuple[str, float]],
         lookup: dict[str, float],
-        rules: _Rules,
-    ) -> tuple[list[Scored], tuple[float, float]]:
-        """The arms' candidates fused, boosted and sorted under ``rules``."""
+        passes: list[_Rules],
+    ) -> list[tuple[list[Scored], tuple[float, float]]]:
+        """The arms' candidates fused, boosted and sorted under each of ``passes``. What the
+        passes share (the centred cosines, the file vectors' cosines, each query token's best
+        match in the soft match, the heading and title signals) is computed once."""
         store = self.index.store
-        centering = None
-        if qvec is not None and rules.centering > 0 and (semantic or lookup):
+        keys = [k for k, _ in semantic] + list(lookup)
+        centred: dict[str, float] = {}
+        centering: Centering | None = None
+        if qvec is not None and keys and any(r.centering > 0 for r in passes):
             centering = self.centering()
             if centering is not None:
-                semantic, lookup = self._centred_cosines(
-                    qvec, semantic, lookup, centering, rules.centering
-                )
-        if qvec is not None and fusion.file_vector_weight > 0 and (semantic or lookup):
-            semantic, lookup = self._mix_file_cosine(
-                qvec,
-                semantic,
-                lookup,
-                fusion.file_vector_weight,
-                centering,
-                rules.centering,
-            )
-        soft: dict[str, float] | None = None
+                centred = self._centred_cosines(qvec, keys, centering)
+        file_cosines: dict[str, tuple[float, float]] = {}
+        if qvec is not None and fusion.file_vector_weight > 0 and keys:
+            file_cosines = self._file_cosines(qvec, keys, centering if centred else None)
+        softs: list[dict[str, float] | None] = [None] * len(passes)
         if (
             mode != "keyword"
             and plan.semantic_text
             and self.soft_matching(fusion)
             and (semantic or keyword)
         ):
-            soft = self._soft_match(
-                plan.semantic_text,
-                dict.fromkeys([k for k, _ in keyword_top] + [k for k, _ in semantic]),
-                question_words=rules.question_words,
-                pieces=rules.pieces,
+            softs = list(
+                self._soft_match(
+                    plan.semantic_text,
+                    dict.fromkeys([k for k, _ in keyword_top] + [k for k, _ in semantic]),
+                    [(r.question_words, r.pieces) for r in passes],
+                )
             )
-        scored, weights = fuse(
-            keyword,
-            semantic,
-            mode=mode,
-            params=fusion,
-            semantic_lookup=lookup,
-            weights=plan.weights,
-            soft=soft,
-        )
-        if plan.identifiers and scored:
-            texts = store.match_texts(s.key for s in scored)
-            apply_exact_boost(scored, texts, list(plan.identifiers), fusion.exact_boost)
-        blend_document(scored, fusion.document_weight)
-        if fusion.link_list_damping > 0:
-            damp_link_lists(
-                scored, self.link_lists(), fusion.link_list_damping, plan.highlight_terms
-            )
+        texts: dict[str, str] | None = None
+        signals: tuple[dict[str, float], dict[str, float]] | None = None
         # the words a heading can name: a plain query's, or those of a query with filters
         # and exclusions (its semantic text), so a filter never changes the order it keeps
         named = (
@@ -739,17 +733,52 @@ class Retriever:
         # rust-rfcs by file at every weight there), but a title that names the query counts
         # in every mode (session 18: semantic mean +0.003, no set lower)
         heading_boost = fusion.heading_match_boost if mode != "semantic" else 0.0
-        if (heading_boost > 0 or fusion.title_match_boost > 0) and named and scored:
-            coverage, title = self._heading_signals(
-                named,
-                [s.key for s in scored],
-                snap,
-                fusion.title_match_boost > 0,
-                headings=heading_boost > 0,
+        out: list[tuple[list[Scored], tuple[float, float]]] = []
+        for rules, soft in zip(passes, softs, strict=True):
+            share = rules.centering if centred else 0.0
+
+            def cosine(key: str, plain: float, share: float = share) -> float:
+                # (1 - share) x the plain cosine + share x the centred one, then (1 - weight)
+                # x that + weight x the file's cosine taken the same way
+                own = _blend(plain, centred.get(key), share) if share > 0 else plain
+                if not file_cosines:
+                    return own
+                of_file = _file_cosine(file_cosines.get(document_of(key)), share)
+                return _blend(own, of_file, fusion.file_vector_weight)
+
+            sem = [(k, cosine(k, c)) for k, c in semantic]
+            look = {k: cosine(k, c) for k, c in lookup.items()}
+            scored, weights = fuse(
+                keyword,
+                sem,
+                mode=mode,
+                params=fusion,
+                semantic_lookup=look,
+                weights=plan.weights,
+                soft=soft,
             )
-            apply_heading_match(scored, coverage, heading_boost)
-            apply_title_match(scored, title, fusion.title_match_boost)
-        return finalize(scored), weights
+            if plan.identifiers and scored:
+                if texts is None:
+                    texts = store.match_texts(s.key for s in scored)
+                apply_exact_boost(scored, texts, list(plan.identifiers), fusion.exact_boost)
+            blend_document(scored, fusion.document_weight)
+            if fusion.link_list_damping > 0:
+                damp_link_lists(
+                    scored, self.link_lists(), fusion.link_list_damping, plan.highlight_terms
+                )
+            if (heading_boost > 0 or fusion.title_match_boost > 0) and named and scored:
+                if signals is None:
+                    signals = self._heading_signals(
+                        named,
+                        [s.key for s in scored],
+                        snap,
+                        fusion.title_match_boost > 0,
+                        headings=heading_boost > 0,
+                    )
+                apply_heading_match(scored, signals[0], heading_boost)
+                apply_title_match(scored, signals[1], fusion.title_match_boost)
+            out.append((finalize(scored), weights))
+        return out
 
     # -- resolution ---------------------------------------------------------------------
     def _like(self, plan: QueryPlan, c: _Compiler) -> tuple[np.ndarray | None, list[str]]:
@@ -899,70 +928,40 @@ class Retriever:
         )
 
     def _centred_cosines(
-        self,
-        qvec: np.ndarray,
-        semantic: list[tuple[str, float]],
-        lookup: dict[str, float],
-        centering: Centering,
-        share: float,
-    ) -> tuple[list[tuple[str, float]], dict[str, float]]:
-        """The semantic arm's candidates (selected, and kept in order, by the plain cosine)
-        and the looked-up cosines of the keyword arm's, each ``(1 - share) * plain + share *
-        the cosine without the common direction``."""
-        keys = [k for k, _ in semantic] + list(lookup)
+        self, qvec: np.ndarray, keys: list[str], centering: Centering
+    ) -> dict[str, float]:
+        """Chunk key -> its cosine with the query without the index's common direction."""
         vkeys, vecs = self.index.vectors.get(
             np.fromiter((vector_key(k) for k in keys), np.uint64, len(keys))
         )
         sims = dict(zip(vkeys.tolist(), centering.cosines(qvec, vecs).tolist(), strict=True))
+        return {k: sims[v] for k in keys if (v := vector_key(k)) in sims}
 
-        def mix(key: str, cos: float) -> float:
-            centred = sims.get(vector_key(key))
-            return cos if centred is None else (1.0 - share) * cos + share * centred
-
-        return [(k, mix(k, c)) for k, c in semantic], {k: mix(k, c) for k, c in lookup.items()}
-
-    def _mix_file_cosine(
-        self,
-        qvec: np.ndarray,
-        semantic: list[tuple[str, float]],
-        lookup: dict[str, float],
-        weight: float,
-        centering: Centering | None = None,
-        share: float = 1.0,
-    ) -> tuple[list[tuple[str, float]], dict[str, float]]:
-        """Each candidate's cosine becomes ``(1 - weight) * its own + weight * the cosine of
-        its document's mean chunk vector``: a section of a file that is about the query as a
-        whole gains. The semantic arm's candidates (and their order) stay the chunk cosine's.
-        The means are read from the manifest, which rewrites a file's mean with its vectors.
-        With ``centering``, the means and the query are compared as the chunks were: ``share``
-        of the cosine without the index's common direction (semantic mode: all of it)."""
-        docs = {document_of(k) for k, _ in semantic} | {document_of(k) for k in lookup}
-        means = self.index.store.file_vectors(docs)
+    def _file_cosines(
+        self, qvec: np.ndarray, keys: list[str], centering: Centering | None
+    ) -> dict[str, tuple[float, float]]:
+        """Document -> (the cosine of its mean chunk vector with the query, the same without
+        the index's common direction; the plain one again without ``centering``), for the
+        documents of ``keys``. A candidate's cosine takes a share of its file's, so a section
+        of a file that is about the query as a whole gains. The means are read from the
+        manifest, which rewrites a file's mean with its vectors."""
+        means = self.index.store.file_vectors({document_of(k) for k in keys})
         if not means:
-            return semantic, lookup
+            return {}
         names = list(means)
         rows = np.stack([means[d] for d in names])
-        cosines = rows @ qvec
-        if centering is not None:
-            cosines = (1.0 - share) * cosines + share * centering.cosines(qvec, rows)
-        sims = dict(zip(names, cosines.tolist(), strict=True))
-        own = 1.0 - weight
-
-        def mix(key: str, cos: float) -> float:
-            file_cos = sims.get(document_of(key))
-            return cos if file_cos is None else own * cos + weight * file_cos
-
-        return [(k, mix(k, c)) for k, c in semantic], {k: mix(k, c) for k, c in lookup.items()}
+        plain = (rows @ qvec).tolist()
+        centred = plain if centering is None else centering.cosines(qvec, rows).tolist()
+        return dict(zip(names, zip(plain, centred, strict=True), strict=True))
 
     def _soft_match(
         self,
         text: str,
         keys: Iterable[str],
-        *,
-        question_words: bool = False,
-        pieces: float = 0.0,
-    ) -> dict[str, float]:
-        """Soft term-match score of each candidate chunk (``core.softmatch``). With
+        rules: list[tuple[bool, float]],
+    ) -> list[dict[str, float]]:
+        """Soft term-match score of each candidate chunk (``core.softmatch``), under each of
+        ``rules`` (question words, pieces), each query token's best match found once. With
         ``question_words`` the words that frame a question weigh nothing (semantic mode:
         +0.006 nDCG@10 on the judged sets' mean, no set lower; in hybrid mode it cost
         anthropic-docs 0.008, docs/evaluation.md, session 11). ``pieces`` spreads a word's
@@ -973,22 +972,25 @@ class Retriever:
         assert isinstance(embedder, TokenEmbedder)
         spans = analyzed_spans(text)
         idf = self.index.lexical.idf("body", (t for t, _, _ in spans))
-        if question_words:
-            frame = question_terms()
-            if any(t not in frame for t, _, _ in spans):
-                idf = {t: 0.0 if t in frame else w for t, w in idf.items()}
+        frame = question_terms()
+        framed = {t: 0.0 if t in frame else w for t, w in idf.items()}
+        drop = any(t not in frame for t, _, _ in spans)
         # a word said n times weighs 1 + ln n as in the keyword arm; a long query's function
         # words stay (their idf² weight is small; leaving them out cost rust-rfcs 0.009)
         said = query_term_weights(text, self.params.query_term_frequency)
         repeats = {i: said.get(t, 1.0) for i, (t, _, _) in enumerate(spans)}
-        weights = query_token_weights(
-            embedder.query_tokens(text),
-            [(a, b, idf[t]) for t, a, b in spans],
-            repeats=repeats,
-            pieces=pieces,
-        )
-        if not weights:
-            return {}
+        query_tokens = embedder.query_tokens(text)
+        weightings = [
+            query_token_weights(
+                query_tokens,
+                [(a, b, (framed if question_words and drop else idf)[t]) for t, a, b in spans],
+                repeats=repeats,
+                pieces=pieces,
+            )
+            for question_words, pieces in rules
+        ]
+        if not any(weightings):
+            return [{} for _ in rules]
         store = self.index.store
         hashes = store.content_hashes(keys)
         tokens: dict[str, np.ndarray] = {}
@@ -1014,10 +1016,13 @@ class Retriever:
                 while len(self._token_cache) > TOKEN_CACHE_SIZE:
                     self._token_cache.popitem(last=False)
         found = [k for k, h in hashes.items() if h in tokens]
-        scores = soft_match_scores(
-            weights, [tokens[hashes[k]] for k in found], embedder.token_vectors
+        score_sets = soft_match_score_sets(
+            weightings, [tokens[hashes[k]] for k in found], embedder.token_vectors
         )
-        return {k: float(v) for k, v in zip(found, scores, strict=True)}
+        return [
+            {k: float(v) for k, v in zip(found, scores, strict=True)} if weights else {}
+            for weights, scores in zip(weightings, score_sets, strict=True)
+        ]
 
 
 def _split_keyword_head(

@@ -70,16 +70,26 @@ def soft_match_scores(
     ``chunk_tokens`` holds each chunk's distinct token ids; ``token_vectors(ids)`` returns
     their L2-normalised vectors, one row per id.
     """
+    return soft_match_score_sets([query_weights], chunk_tokens, token_vectors)[0]
+
+
+def soft_match_score_sets(
+    weightings: Sequence[dict[int, float]],
+    chunk_tokens: Sequence[np.ndarray],
+    token_vectors: Callable[[np.ndarray], np.ndarray],
+) -> list[np.ndarray]:
+    """``soft_match_scores`` under each of several weightings of one query's tokens, for
+    the cost of one: each query token's best cosine with each chunk is found once."""
     n = len(chunk_tokens)
-    if not query_weights or n == 0:
-        return np.zeros(n, dtype=np.float64)
-    qids = np.fromiter(query_weights, dtype=np.int64, count=len(query_weights))
-    weights = np.array([query_weights[int(t)] for t in qids], dtype=np.float64)
+    union: dict[int, None] = {}
+    for weights in weightings:
+        union.update(dict.fromkeys(weights))
+    out = [np.zeros(n, dtype=np.float64) for _ in weightings]
     lengths = np.array([len(t) for t in chunk_tokens], dtype=np.int64)
-    scores = np.zeros(n, dtype=np.float64)
     nonempty = lengths > 0
-    if not nonempty.any():
-        return scores
+    if not union or n == 0 or not nonempty.any():
+        return out
+    qids = np.fromiter(union, dtype=np.int64, count=len(union))
     flat = np.concatenate([t for t in chunk_tokens if len(t)]).astype(np.int64)
     # every distinct token of the candidate set once: the query x vocabulary-slice product
     # is small, and the per-chunk maxima are gathered from it
@@ -94,5 +104,11 @@ def soft_match_scores(
     kept = lengths[nonempty]
     starts = np.concatenate(([0], np.cumsum(kept)[:-1]))
     best = np.maximum.reduceat(per_token, starts, axis=1)  # (query tokens, non-empty chunks)
-    scores[nonempty] = (weights[:, None] * best).sum(axis=0) / weights.sum()
-    return np.minimum(scores, 1.0)  # float32 rounding can put an exact match at 1 + 1e-7
+    for weights, scores in zip(weightings, out, strict=True):
+        if not weights:
+            continue
+        w = np.array([weights.get(int(t), 0.0) for t in qids], dtype=np.float64)
+        scores[nonempty] = (w[:, None] * best).sum(axis=0) / w.sum()
+        # float32 rounding can put an exact match at 1 + 1e-7
+        np.minimum(scores, 1.0, out=scores)
+    return out
