@@ -13,7 +13,11 @@ from tui_search.core.chunking import section_of
 from tui_search.core.embedding import Model2VecEmbedder, TokenEmbedder
 from tui_search.core.engine import SearchEngine
 from tui_search.core.ranking import FusionParams, fuse
-from tui_search.core.softmatch import query_token_weights, soft_match_scores
+from tui_search.core.softmatch import (
+    query_token_weights,
+    soft_match_score_sets,
+    soft_match_scores,
+)
 
 # a 4-token vocabulary in 2-d: 0 and 1 are orthogonal, 2 is 60 degrees from 0, 3 opposes 0
 VOCAB = np.array([[1.0, 0.0], [0.0, 1.0], [0.5, np.sqrt(3) / 2], [-1.0, 0.0]], dtype=np.float32)
@@ -118,6 +122,21 @@ def test_soft_match_scores_hand_computed() -> None:
     assert got == pytest.approx(expected, abs=1e-6)
     assert soft_match_scores({}, chunks, vectors) == pytest.approx([0.0] * 5)
     assert len(soft_match_scores(weights, [], vectors)) == 0
+
+
+def test_several_weightings_at_once_score_as_each_alone() -> None:
+    """Hybrid mode's long questions score the soft match under two weightings (plain, and
+    semantic mode's rules) from one pass over the candidates' tokens."""
+    chunks = [np.array([0, 1]), np.array([2]), np.array([3]), np.array([], dtype=np.int32)]
+    weightings = [{0: 3.0, 1: 1.0}, {1: 2.0, 2: 0.5}, {}, {3: 1.0}]
+    got = soft_match_score_sets(weightings, chunks, vectors)
+    assert len(got) == 4
+    for weights, scores in zip(weightings, got, strict=True):
+        assert scores == pytest.approx(soft_match_scores(weights, chunks, vectors), abs=1e-9)
+    # token 2 alone: cos 0.866 with token 1, itself 1: (2 x 0.866 + 0.5 x 1) / 2.5
+    assert got[1][1] == pytest.approx((2 * np.sqrt(3) / 2 + 0.5) / 2.5, abs=1e-6)
+    assert got[2] == pytest.approx([0.0] * 4)
+    assert [len(s) for s in soft_match_score_sets(weightings, [], vectors)] == [0, 0, 0, 0]
 
 
 def test_fusion_mixes_soft_match_into_the_semantic_side() -> None:
