@@ -138,3 +138,38 @@ async def test_explain_view_shows_link_lists_and_heading_matches(
         keys, text = await explain_section(pilot, "upload outage", section_id)
     assert keys.index("outage:upload-outage") <= keys.index(section_id)
     assert all(part in text for part in shown), text
+
+
+async def test_explain_view_shows_a_long_questions_share(
+    tmp_path: Path, app_factory: AppFactory
+) -> None:
+    """Hybrid mode: a 15-word question takes three quarters of each score from its ranking
+    under semantic mode's rules (12 -> 16 words), a 21-word one all of it, a short one none."""
+    files = {
+        "outage.md": "# Upload outage\n\nThe pool ran dry at 09:14 and every upload failed.\n",
+        "notes.md": "# Notes\n\nAn upload stalled once; no outage followed.\n",
+    }
+    half = "why did every upload fail when the pool ran dry during the outage last week"
+    whole = half + " and what should we change now"
+    assert (len(half.split()), len(whole.split())) == (15, 21)
+    app = app_factory(write_notes(tmp_path / "ws-long", files))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        _, text = await explain_section(pilot, half, "outage:upload-outage")
+        results = pilot.app.search_screen.last_results
+        assert results is not None
+        why = results.explanation(
+            next(h for h in results.hits if h.section_id.startswith("outage"))
+        )
+        assert why is not None and why.long_question_share == pytest.approx(0.75)
+        assert why.relevance == pytest.approx(
+            0.25 * why.plain_score + 0.75 * why.rules_score, abs=2e-4
+        )
+        assert "long q." in text and "75% from semantic mode's rules" in text
+        assert f"plain {why.plain_score:.2f}, rules {why.rules_score:.2f}" in text
+        await pilot.press("f2")
+        _, text = await explain_section(pilot, whole, "outage:upload-outage")
+        assert "all of it from semantic mode's rules" in text
+        await pilot.press("f2")
+        _, text = await explain_section(pilot, "upload outage", "outage:upload-outage")
+        assert "long q." not in text

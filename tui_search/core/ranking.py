@@ -103,6 +103,12 @@ class Scored:
     #: that multiplied the score by.
     title_match: float = 0.0
     title_factor: float = 1.0
+    #: Hybrid mode, a long question: the share of the score taken from its ranking under
+    #: semantic mode's rules (``long_question_share``), and the scores under each ranking
+    #: (the arms' figures above are the plain ranking's while the share is below 1).
+    long_share: float = 0.0
+    plain_score: float = 0.0
+    rules_score: float = 0.0
 
     def explain(self, weights: tuple[float, float], fusion: str) -> dict[str, object]:
         return {
@@ -122,6 +128,9 @@ class Scored:
             "heading_factor": round(self.heading_factor, 4),
             "title_match": round(self.title_match, 4),
             "title_factor": round(self.title_factor, 4),
+            "long_question_share": round(self.long_share, 4),
+            "plain_score": round(self.plain_score, 4),
+            "rules_score": round(self.rules_score, 4),
             "matched_identifiers": list(self.matched_identifiers),
             "weights": {"keyword": round(weights[0], 3), "semantic": round(weights[1], 3)},
             "fusion": fusion,
@@ -407,7 +416,8 @@ def mix_rankings(plain: list[Scored], rules: list[Scored], share: float) -> list
     (0 where ``rules`` lacks it), best first. The two rankings hold the same candidates."""
     other = {s.key: s.score for s in rules}
     for s in plain:
-        s.score = (1.0 - share) * s.score + share * other.get(s.key, 0.0)
+        s.long_share, s.plain_score, s.rules_score = share, s.score, other.get(s.key, 0.0)
+        s.score = (1.0 - share) * s.plain_score + share * s.rules_score
     return finalize(plain)
 
 

@@ -67,6 +67,11 @@ class Explanation:
     #: How exactly the hit's document title names the query (0-1), and the factor it gave.
     title_match: float = 0.0
     title_factor: float = 1.0
+    #: Hybrid mode, a long question: the share of the relevance taken from its ranking under
+    #: semantic mode's rules, and its scores under the plain ranking and under those rules.
+    long_question_share: float = 0.0
+    plain_score: float = 0.0
+    rules_score: float = 0.0
 
     @classmethod
     def from_scores(cls, scores: dict[str, Any], soft_share: float) -> Explanation | None:
@@ -99,6 +104,9 @@ class Explanation:
             heading_factor=_num(scores.get("heading_factor"), 1.0),
             title_match=_num(scores.get("title_match")),
             title_factor=_num(scores.get("title_factor"), 1.0),
+            long_question_share=_num(scores.get("long_question_share")),
+            plain_score=_num(scores.get("plain_score")),
+            rules_score=_num(scores.get("rules_score")),
         )
 
 

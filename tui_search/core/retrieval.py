@@ -672,6 +672,9 @@ class Retriever:
         ranked, weights = results[0]
         if len(results) > 1:
             ranked = mix_rankings(ranked, results[1][0], share)
+        elif share > 0:  # the rules' ranking alone
+            for s in ranked:
+                s.long_share, s.rules_score = share, s.score
         if self.one_per_section:
             ranked = best_per_section(ranked)
         rest = _keyword_tail(tail, ranked, snap, self.one_per_section) if tail is not None else None

@@ -129,13 +129,24 @@ def explain_content(hit: Hit, why: Explanation | None, position: int | None) -> 
                 ),
             )
         )
+    if why.long_question_share > 0:
+        share = why.long_question_share
+        said = (
+            "all of it from semantic mode's rules"
+            if share >= 1
+            else f"{share:.0%} from semantic mode's rules: plain {why.plain_score:.2f}, "
+            f"rules {why.rules_score:.2f} (the figures above are the plain ranking's)"
+        )
+        rows.append(
+            Content.assemble(("long q.   ", "bold"), (f"a long question, {said}", "$text-muted"))
+        )
     fused = (
         why.keyword_weight * why.keyword_norm
         + cosine_w * why.cosine_norm
         + soft_w * why.soft_match_norm
     )
     factors = why.boost * why.link_factor * why.heading_factor * why.title_factor
-    if fused > 0 and factors > 0:
+    if fused > 0 and factors > 0 and not 0 < why.long_question_share < 1:
         # the fusion scales the weighted sum by how sure the arms are for this query
         scale = why.relevance / (fused * factors)
         rows.append(
