@@ -412,8 +412,8 @@ def long_question_share(params: FusionParams, words: int) -> float:
 
 
 def mix_rankings(plain: list[Scored], rules: list[Scored], share: float) -> list[Scored]:
-    """``plain`` with each score ``(1 - share) * its own + share * its score in ``rules``
-    (0 where ``rules`` lacks it), best first. The two rankings hold the same candidates."""
+    """``plain`` with each score ``(1 - share) * its own + share * its score in rules`` (0
+    where ``rules`` lacks it), best first. The two rankings hold the same candidates."""
     other = {s.key: s.score for s in rules}
     for s in plain:
         s.long_share, s.plain_score, s.rules_score = share, s.score, other.get(s.key, 0.0)
