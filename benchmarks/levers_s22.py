@@ -20,7 +20,8 @@ Levers (``--param`` names, defaults in brackets):
   ``w x (k + 1) / (k + rank)``; beta [0.2], k [60].
 - ``length``: each candidate's score x (its words / the candidates' median)^beta, clipped at
   3x either way; beta [0.05].
-- ``lm``: a query-likelihood score (Dirichlet smoothing, mu [300]) over title (+ heading path
+- ``lm``: a query-likelihood score (Dirichlet smoothing, mu [300], or ``mu_rel`` x the index's
+  mean chunk length) over title (+ heading path
   with ``headings=1``) and text, min-max normalised over the candidates and mixed in:
   ``(1 - gamma) x score + gamma x lm x best score``; gamma [0.25].
 - ``precision``: the soft match in both directions: ``(1 - alpha) x`` each query token's best
@@ -152,7 +153,8 @@ def lm(p: Params) -> None:
         query = {t: n for t, n in said.items() if cf.get(t)}
         if not query:
             return
-        mu, gamma = p.get("mu", 300.0), p.get("gamma", 0.25)
+        gamma = p.get("gamma", 0.25)
+        mu = p["mu_rel"] * total / max(len(tf), 1) if "mu_rel" in p else p.get("mu", 300.0)
         scores = []
         for x in ranked:
             c, dl = tf.get(x.key, (Counter(), 0))
