@@ -23,7 +23,8 @@ Levers (``--param`` names, defaults in brackets):
 - ``lm``: a query-likelihood score (Dirichlet smoothing, mu [300], or ``mu_rel`` x the index's
   mean chunk length) over title (+ heading path
   with ``headings=1``) and text, min-max normalised over the candidates and mixed in:
-  ``(1 - gamma) x score + gamma x lm x best score``; gamma [0.25].
+  ``(1 - gamma) x score + gamma x lm x best score``; gamma [0.25]; with ``from`` (and ``full``)
+  only for questions of that many words, gamma rising linearly to ``full``.
 - ``precision``: the soft match in both directions: ``(1 - alpha) x`` each query token's best
   cosine in the chunk ``+ alpha x`` each chunk token's best cosine with the query (weighted by
   the token's row norm, the model's SIF weight); alpha [0.2].
@@ -39,6 +40,7 @@ Levers (``--param`` names, defaults in brackets):
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import statistics
 import sys
@@ -154,6 +156,12 @@ def lm(p: Params) -> None:
         if not query:
             return
         gamma = p.get("gamma", 0.25)
+        if "from" in p:  # only long questions: gamma rises from ``from`` words to ``full``
+            words = len((plan.semantic_text or "").split())
+            start, full = p["from"], p.get("full", p["from"])
+            gamma *= min(1.0, max(0.0, (words - start) / (full - start) if full > start else 1.0))
+            if words < start or gamma <= 0:
+                return
         mu = p["mu_rel"] * total / max(len(tf), 1) if "mu_rel" in p else p.get("mu", 300.0)
         scores = []
         for x in ranked:
@@ -289,17 +297,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--param", action="append", default=[], help="name=value")
     ap.add_argument("--sets", default=",".join(SETS), help="comma-separated set names")
     ap.add_argument("--label", default=None)
+    ap.add_argument("--out", default=None, help="write each set's per-question nDCG@10 (JSON)")
     args = ap.parse_args(argv)
     params = {k: float(v) for k, v in (kv.split("=", 1) for kv in args.param)}
     LEVERS[args.lever](params)
     figures: dict[str, float] = {}
+    per_query: dict[str, dict[str, float]] = {}
     for name in args.sets.split(","):
         where, split, index_name = SETS[name]
         dataset = ROOT / where[5:] if where.startswith("repo:") else Path(args.shared) / where
         settings = load_settings({"index_dir": Path(args.index_root) / index_name})
         report = run_evaluation(dataset, settings=settings, modes=["hybrid"], split=split)
         figures[name] = report.modes["hybrid"].ndcg_at_10
+        per_query[name] = dict(report.modes["hybrid"].per_query)
         print(f"{name}: {figures[name]:.4f}", file=sys.stderr, flush=True)
+    if args.out:
+        Path(args.out).write_text(json.dumps(per_query))
     chosen = [n for n in CHOSEN_ON if n in figures]
     label = args.label or " ".join([args.lever, *args.param])
     cells = " | ".join(f"{figures[n]:.3f}" for n in chosen)
