@@ -139,6 +139,12 @@ class Settings:
     #: The share of the centred cosine in the long-question ranking's cosines (the rest is
     #: the plain cosine; semantic mode takes it whole).
     long_question_centering: float = 0.5
+    #: Hybrid mode, long questions: the ranking under semantic mode's rules (above) takes
+    #: this share of its score from a query-likelihood score, a Dirichlet-smoothed language
+    #: model of each section's title and text (``ranking.dirichlet_likelihood``), min-max
+    #: over the candidates; a long request's words weigh as a language model weighs them
+    #: (0 = off; chosen across every judged set, docs/evaluation.md, session 22).
+    long_question_likelihood: float = 0.2
     #: How many candidates each arm contributes before fusion.
     candidate_depth: int = 200
     #: Passages shown per document in grouped results.

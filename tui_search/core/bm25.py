@@ -515,6 +515,19 @@ class FastBM25:
         parts = [self._lengths(seg, field) for seg in self._segments(searcher)]
         return np.concatenate(parts) if parts else np.zeros(0, dtype=np.float64)
 
+    def term_postings(
+        self, searcher: Any, field: str, text: str
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """(global docnums whose ``field`` holds ``text``, ascending, deleted documents
+        included; how often each holds it)."""
+        ids, freqs = [], []
+        for seg in self._segments(searcher):
+            post = self._cached_postings(seg, field, text)
+            if post is not None:
+                ids.append(post[0] + seg.offset)
+                freqs.append(post[1])
+        return (np.concatenate(ids), np.concatenate(freqs)) if ids else None
+
     def term_docnums(self, searcher: Any, field: str, text: str) -> np.ndarray | None:
         """Global docnums whose ``field`` holds ``text`` (deleted documents included)."""
         parts = []

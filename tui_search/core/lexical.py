@@ -596,6 +596,9 @@ SCORED_FIELDS = ("body", "heading", "title", "tags", "ident")
 HEADING_FIELDS = ("title", "heading")
 #: The field that holds a section's document title (the title match reads it).
 TITLE_FIELD = "title"
+#: The fields a query likelihood reads as a section's text: its document's title and its own
+#: text (``LexicalSnapshot.term_counts``; ``Retriever._mix_likelihood``).
+LIKELIHOOD_FIELDS = (TITLE_FIELD, "body")
 
 
 def term_clause(term: str, params: LexicalParams, weight: float = 1.0) -> Q.Query:
@@ -1220,6 +1223,44 @@ class LexicalSnapshot:
                 precision = np.minimum(name_terms / np.maximum(length, 1.0), 1.0)
                 named[ok] = np.where(length > 0, precision, 0.0) * name_weight / total
         return coverage, named
+
+    def term_counts(
+        self, docnums: np.ndarray, terms: Sequence[str], fields: Sequence[str]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """From the postings, for a query likelihood over ``fields`` read as one text:
+        (how often each document of ``docnums`` (-1 = none) holds each term, terms x
+        documents; each document's length in words; each term's share of the live
+        documents' words, 0 for a term none holds)."""
+        tf = np.zeros((len(terms), len(docnums)), dtype=np.float64)
+        shares = np.zeros(len(terms), dtype=np.float64)
+        lengths = np.zeros(len(docnums), dtype=np.float64)
+        live = self.live()
+        ok = (docnums >= 0) & (docnums < len(live))
+        at = docnums[ok]
+        words = np.zeros(len(live), dtype=np.float64)
+        for name in fields:
+            got = self._fast.field_lengths(self.searcher, name)
+            n = min(len(got), len(live))
+            words[:n] += got[:n]
+        lengths[ok] = words[at]
+        total = float(words[live].sum())
+        if total <= 0:
+            return tf, lengths, shares
+        for i, term in enumerate(terms):
+            count = 0.0
+            for name in fields:
+                post = self._fast.term_postings(self.searcher, name, term)
+                if post is None:
+                    continue
+                ids, freqs = post
+                keep = ids < len(live)
+                ids, freqs = ids[keep], freqs[keep]
+                count += float(freqs[live[ids]].sum())
+                where = np.minimum(np.searchsorted(ids, at), max(len(ids) - 1, 0))
+                hit = ids[where] == at if len(ids) else np.zeros(len(at), dtype=bool)
+                tf[i, ok] += np.where(hit, freqs[where], 0.0)
+            shares[i] = count / total
+        return tf, lengths, shares
 
     def docnums_of(self, keys: Sequence[str]) -> np.ndarray:
         """The live docnum holding each chunk key (-1 when none does), found through the

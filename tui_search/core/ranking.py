@@ -6,8 +6,10 @@ import dataclasses
 import functools
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from tui_search.config import Settings
 from tui_search.core.chunking import section_of
@@ -47,6 +49,9 @@ class FusionParams:
     long_question_from: int = Settings.long_question_from
     long_question_full: int = Settings.long_question_full
     long_question_centering: float = Settings.long_question_centering
+    #: Hybrid mode: the long-question ranking's share taken from query likelihood
+    #: (``mix_likelihood``).
+    long_question_likelihood: float = Settings.long_question_likelihood
     #: Link-list sections keep ``1 - this * link share`` of their score (``damp_link_lists``).
     link_list_damping: float = Settings.link_list_damping
     #: Sections whose heading path covers the query gain ``1 + this * coverage²``
@@ -68,6 +73,7 @@ class FusionParams:
             long_question_from=settings.long_question_from,
             long_question_full=settings.long_question_full,
             long_question_centering=settings.long_question_centering,
+            long_question_likelihood=settings.long_question_likelihood,
             link_list_damping=settings.link_list_damping,
             heading_match_boost=settings.heading_match_boost,
             title_match_boost=settings.title_match_boost,
@@ -109,6 +115,10 @@ class Scored:
     long_share: float = 0.0
     plain_score: float = 0.0
     rules_score: float = 0.0
+    #: Hybrid mode, a long question: the candidate's query likelihood, min-max over the
+    #: candidates (``mix_likelihood``), and the share of the rules' score it was given.
+    likelihood: float = 0.0
+    likelihood_share: float = 0.0
 
     def explain(self, weights: tuple[float, float], fusion: str) -> dict[str, object]:
         return {
@@ -131,6 +141,8 @@ class Scored:
             "long_question_share": round(self.long_share, 4),
             "plain_score": round(self.plain_score, 4),
             "rules_score": round(self.rules_score, 4),
+            "query_likelihood": round(self.likelihood, 4),
+            "query_likelihood_share": round(self.likelihood_share, 4),
             "matched_identifiers": list(self.matched_identifiers),
             "weights": {"keyword": round(weights[0], 3), "semantic": round(weights[1], 3)},
             "fusion": fusion,
@@ -414,11 +426,55 @@ def long_question_share(params: FusionParams, words: int) -> float:
 def mix_rankings(plain: list[Scored], rules: list[Scored], share: float) -> list[Scored]:
     """``plain`` with each score ``(1 - share) * its own + share * its score in rules`` (0
     where ``rules`` lacks it), best first. The two rankings hold the same candidates."""
-    other = {s.key: s.score for s in rules}
+    other = {s.key: s for s in rules}
     for s in plain:
-        s.long_share, s.plain_score, s.rules_score = share, s.score, other.get(s.key, 0.0)
+        found = other.get(s.key)
+        s.long_share, s.plain_score = share, s.score
+        s.rules_score = found.score if found is not None else 0.0
+        if found is not None:  # what the rules' ranking took from query likelihood
+            s.likelihood, s.likelihood_share = found.likelihood, found.likelihood_share
         s.score = (1.0 - share) * s.plain_score + share * s.rules_score
     return finalize(plain)
+
+
+#: The Dirichlet prior of ``dirichlet_likelihood``, in words: about a short abstract's length
+#: (chosen across every judged set with the share, docs/evaluation.md, session 22).
+LIKELIHOOD_MU = 100.0
+
+
+def dirichlet_likelihood(
+    tf: np.ndarray,
+    lengths: np.ndarray,
+    said: Sequence[float],
+    shares: Sequence[float],
+    mu: float = LIKELIHOOD_MU,
+) -> np.ndarray:
+    """Each document's query likelihood under a Dirichlet-smoothed language model, up to a
+    constant of the query (what orders documents): ``sum_t n_t ln(1 + tf_t,d / (mu p_t)) +
+    n ln(mu / (|d| + mu))``. ``tf`` is (query terms x documents), ``lengths`` each document's
+    length in words, ``said`` how often the query says each term (n_t; n their sum) and
+    ``shares`` each term's share of the collection's words (p_t > 0)."""
+    n = np.asarray(said, dtype=np.float64)
+    p = np.asarray(shares, dtype=np.float64)
+    if len(n) == 0:
+        return np.zeros(tf.shape[1] if tf.ndim == 2 else 0, dtype=np.float64)
+    terms = (n[:, None] * np.log1p(tf / (mu * p[:, None]))).sum(axis=0)
+    return terms + n.sum() * np.log(mu / (np.asarray(lengths, dtype=np.float64) + mu))
+
+
+def mix_likelihood(scored: list[Scored], likelihood: Sequence[float], share: float) -> None:
+    """Give ``share`` of each candidate's score to its query likelihood, min-max over the
+    candidates and scaled to the best score: ``(1 - share) * score + share * likelihood *
+    best``. The scores stay 0-1; ``finalize`` sorts them."""
+    if share <= 0 or len(scored) < 2:
+        return
+    values = np.asarray(likelihood, dtype=np.float64)
+    lo, hi = float(values.min()), float(values.max())
+    norm = (values - lo) / (hi - lo) if hi > lo else np.zeros_like(values)
+    top = max(s.score for s in scored)
+    for s, value in zip(scored, norm.tolist(), strict=True):
+        s.likelihood, s.likelihood_share = value, share
+        s.score = (1.0 - share) * s.score + share * value * top
 
 
 def finalize(scored: list[Scored]) -> list[Scored]:

@@ -13,6 +13,7 @@ It reads the index; it never writes.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import heapq
 import posixpath
@@ -33,6 +34,7 @@ from tui_search.core.exact import term_query
 from tui_search.core.index import SearchIndex
 from tui_search.core.lexical import (
     HEADING_FIELDS,
+    LIKELIHOOD_FIELDS,
     TITLE_FIELD,
     LexicalParams,
     LexicalSnapshot,
@@ -68,10 +70,12 @@ from tui_search.core.ranking import (
     best_per_section,
     blend_document,
     damp_link_lists,
+    dirichlet_likelihood,
     document_of,
     finalize,
     fuse,
     long_question_share,
+    mix_likelihood,
     mix_rankings,
 )
 from tui_search.core.softmatch import query_token_weights, soft_match_score_sets
@@ -564,9 +568,14 @@ class Retriever:
             blend += f", word pieces x n^-{fusion.soft_match_piece_exponent:g} in the soft match"
         share = _long_share(plan, mode, fusion)
         if share > 0:
+            likelihood = (
+                f", {fusion.long_question_likelihood:g} from query likelihood"
+                if fusion.long_question_likelihood > 0
+                else ""
+            )
             blend += (
                 f", {share:.0%} of the score from semantic mode's rules (a long question: "
-                f"cosines {fusion.long_question_centering:g} centred)"
+                f"cosines {fusion.long_question_centering:g} centred{likelihood})"
             )
         if self.soft_matching(fusion):
             return (
@@ -780,8 +789,42 @@ class Retriever:
                     )
                 apply_heading_match(scored, signals[0], heading_boost)
                 apply_title_match(scored, signals[1], fusion.title_match_boost)
+            if (
+                mode == "hybrid"
+                and rules is not _PLAIN
+                and fusion.long_question_likelihood > 0
+                and plan.semantic_text
+            ):
+                self._mix_likelihood(plan.semantic_text, scored, snap, fusion)
             out.append((finalize(scored), weights))
         return out
+
+    def _mix_likelihood(
+        self, text: str, scored: list[Scored], snap: LexicalSnapshot, fusion: FusionParams
+    ) -> None:
+        """A long question's ranking under semantic mode's rules takes a share of each score
+        from the candidate's query likelihood over its title and text (``mix_likelihood``):
+        a long request, like SciFact's claims and CACM's and NPL's requests, says many words
+        that a language model weighs better than BM25 alone (docs/evaluation.md, session
+        22). The query's words as the keyword arm analyses them, each as often as said."""
+        if len(scored) < 2:
+            return
+        said = collections.Counter(t for t, _, _ in analyzed_spans(text))
+        if not said:
+            return
+        terms = list(said)
+        docnums = snap.docnums_of([s.key for s in scored])
+        tf, lengths, shares = snap.term_counts(docnums, terms, LIKELIHOOD_FIELDS)
+        known = shares > 0
+        if not known.any():
+            return
+        likelihood = dirichlet_likelihood(
+            tf[known],
+            lengths,
+            [said[t] for t, k in zip(terms, known, strict=True) if k],
+            shares[known].tolist(),
+        )
+        mix_likelihood(scored, likelihood.tolist(), fusion.long_question_likelihood)
 
     # -- resolution ---------------------------------------------------------------------
     def _like(self, plan: QueryPlan, c: _Compiler) -> tuple[np.ndarray | None, list[str]]:
