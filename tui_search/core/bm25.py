@@ -27,7 +27,7 @@ import threading
 import time
 from bisect import bisect_left
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -516,17 +516,22 @@ class FastBM25:
         return np.concatenate(parts) if parts else np.zeros(0, dtype=np.float64)
 
     def term_postings(
-        self, searcher: Any, field: str, text: str
-    ) -> tuple[np.ndarray, np.ndarray] | None:
-        """(global docnums whose ``field`` holds ``text``, ascending, deleted documents
-        included; how often each holds it)."""
-        ids, freqs = [], []
-        for seg in self._segments(searcher):
-            post = self._cached_postings(seg, field, text)
-            if post is not None:
-                ids.append(post[0] + seg.offset)
-                freqs.append(post[1])
-        return (np.concatenate(ids), np.concatenate(freqs)) if ids else None
+        self, searcher: Any, field: str, texts: Sequence[str]
+    ) -> list[tuple[np.ndarray, np.ndarray] | None]:
+        """For each of ``texts``: (global docnums whose ``field`` holds it, ascending, deleted
+        documents included; how often each holds it), or None. The segments are listed once
+        for all of them (a long question has 10-30 words)."""
+        segments = self._segments(searcher)
+        out: list[tuple[np.ndarray, np.ndarray] | None] = []
+        for text in texts:
+            ids, freqs = [], []
+            for seg in segments:
+                post = self._cached_postings(seg, field, text)
+                if post is not None:
+                    ids.append(post[0] + seg.offset)
+                    freqs.append(post[1])
+            out.append((np.concatenate(ids), np.concatenate(freqs)) if ids else None)
+        return out
 
     def term_docnums(self, searcher: Any, field: str, text: str) -> np.ndarray | None:
         """Global docnums whose ``field`` holds ``text`` (deleted documents included)."""

@@ -1246,21 +1246,19 @@ class LexicalSnapshot:
         total = float(words[live].sum())
         if total <= 0:
             return tf, lengths, shares
-        for i, term in enumerate(terms):
-            count = 0.0
-            for name in fields:
-                post = self._fast.term_postings(self.searcher, name, term)
+        counts = np.zeros(len(terms), dtype=np.float64)
+        for name in fields:
+            for i, post in enumerate(self._fast.term_postings(self.searcher, name, terms)):
                 if post is None:
                     continue
                 ids, freqs = post
                 keep = ids < len(live)
                 ids, freqs = ids[keep], freqs[keep]
-                count += float(freqs[live[ids]].sum())
+                counts[i] += float(freqs[live[ids]].sum())
                 where = np.minimum(np.searchsorted(ids, at), max(len(ids) - 1, 0))
                 hit = ids[where] == at if len(ids) else np.zeros(len(at), dtype=bool)
                 tf[i, ok] += np.where(hit, freqs[where], 0.0)
-            shares[i] = count / total
-        return tf, lengths, shares
+        return tf, lengths, counts / total
 
     def docnums_of(self, keys: Sequence[str]) -> np.ndarray:
         """The live docnum holding each chunk key (-1 when none does), found through the
