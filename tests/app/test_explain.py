@@ -167,6 +167,10 @@ async def test_explain_view_shows_a_long_questions_share(
         )
         assert "long q." in text and "75% from semantic mode's rules" in text
         assert f"plain {why.plain_score:.2f}, rules {why.rules_score:.2f}" in text
+        # the rules' score takes a share from query likelihood (session 22)
+        assert why.query_likelihood_share == pytest.approx(0.2)
+        assert 0.0 <= why.query_likelihood <= 1.0
+        assert "20% from query likelihood" in text
         await pilot.press("f2")
         _, text = await explain_section(pilot, whole, "outage:upload-outage")
         assert "all of it from semantic mode's rules" in text

@@ -72,6 +72,10 @@ class Explanation:
     long_question_share: float = 0.0
     plain_score: float = 0.0
     rules_score: float = 0.0
+    #: The same, the hit's query likelihood (0-1 over the candidates) and the share of the
+    #: rules' score it was given.
+    query_likelihood: float = 0.0
+    query_likelihood_share: float = 0.0
 
     @classmethod
     def from_scores(cls, scores: dict[str, Any], soft_share: float) -> Explanation | None:
@@ -107,6 +111,8 @@ class Explanation:
             long_question_share=_num(scores.get("long_question_share")),
             plain_score=_num(scores.get("plain_score")),
             rules_score=_num(scores.get("rules_score")),
+            query_likelihood=_num(scores.get("query_likelihood")),
+            query_likelihood_share=_num(scores.get("query_likelihood_share")),
         )
 
 

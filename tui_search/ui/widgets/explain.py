@@ -137,6 +137,11 @@ def explain_content(hit: Hit, why: Explanation | None, position: int | None) -> 
             else f"{share:.0%} from semantic mode's rules: plain {why.plain_score:.2f}, "
             f"rules {why.rules_score:.2f} (the figures above are the plain ranking's)"
         )
+        if why.query_likelihood_share > 0:
+            said += (
+                f"; the rules' score takes {why.query_likelihood_share:.0%} from query "
+                f"likelihood, {why.query_likelihood:.2f} here"
+            )
         rows.append(
             Content.assemble(("long q.   ", "bold"), (f"a long question, {said}", "$text-muted"))
         )
@@ -146,7 +151,12 @@ def explain_content(hit: Hit, why: Explanation | None, position: int | None) -> 
         + soft_w * why.soft_match_norm
     )
     factors = why.boost * why.link_factor * why.heading_factor * why.title_factor
-    if fused > 0 and factors > 0 and not 0 < why.long_question_share < 1:
+    if (
+        fused > 0
+        and factors > 0
+        and not 0 < why.long_question_share < 1
+        and why.query_likelihood_share == 0
+    ):
         # the fusion scales the weighted sum by how sure the arms are for this query
         scale = why.relevance / (fused * factors)
         rows.append(
