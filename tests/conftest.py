@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from tui_search.config import Settings
+from tui_search.core.ranking import Scored
 from tui_search.core.store import ChunkRecord, vector_key
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -151,3 +152,23 @@ def make_settings(tmp_path: Path):  # type: ignore[no-untyped-def]
         return Settings(workspace=workspace, index_dir=tmp_path / "index", **kw)  # type: ignore[arg-type]
 
     return _make
+
+
+def rank_sample(
+    tmp_path: Path, embedder: object, query: str, mode: str, **changes: object
+) -> tuple[list[Scored], str]:
+    """``query`` ranked on the sample workspace with settings ``changes`` (every chunk a
+    result, so two rankings' keys line up), and the fusion an explained search reports."""
+    from tui_search.core.engine import SearchEngine
+
+    settings = Settings(
+        workspace=SAMPLE_WORKSPACE,
+        index_dir=tmp_path / "idx",
+        one_result_per_section=False,
+        **changes,  # type: ignore[arg-type]
+    )
+    with SearchEngine(settings, embedder=embedder) as engine:  # type: ignore[arg-type]
+        engine.sync()
+        ranked, _ = engine.rank(query, mode=mode)
+        fusion = engine.search(query, mode=mode, limit=1, explain=True).hits[0].scores["fusion"]
+    return ranked, str(fusion)

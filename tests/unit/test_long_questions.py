@@ -6,10 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import SAMPLE_WORKSPACE
+from tests.conftest import rank_sample
 from tui_search.config import Settings, load_settings
 from tui_search.core.embedding import Model2VecEmbedder
-from tui_search.core.engine import SearchEngine
 from tui_search.core.ranking import FusionParams, Scored, long_question_share, mix_rankings
 
 LONG = "what should we do when the pages of the app take too long to load"  # 15 words
@@ -48,19 +47,10 @@ def model() -> Model2VecEmbedder:
 def scores(
     tmp_path: Path, model: Model2VecEmbedder, query: str, mode: str, **changes: object
 ) -> tuple[dict[str, float], str]:
-    """Each result's score for ``query`` on the sample workspace (every chunk a result, so
-    two rankings' keys line up), and the fusion the search explains."""
-    settings = Settings(
-        workspace=SAMPLE_WORKSPACE,
-        index_dir=tmp_path / "idx",
-        one_result_per_section=False,
-        **changes,  # type: ignore[arg-type]
-    )
-    with SearchEngine(settings, embedder=model) as engine:
-        engine.sync()
-        ranked, _ = engine.rank(query, mode=mode)
-        fusion = engine.search(query, mode=mode, limit=1, explain=True).hits[0].scores["fusion"]
-    return {s.key: s.score for s in ranked}, str(fusion)
+    """Each result's score for ``query`` on the sample workspace, and the fusion the search
+    explains."""
+    ranked, fusion = rank_sample(tmp_path, model, query, mode, **changes)
+    return {s.key: s.score for s in ranked}, fusion
 
 
 def test_a_long_question_mixes_the_plain_and_the_rules_ranking(

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import SAMPLE_WORKSPACE, write_files
+from tests.conftest import rank_sample, write_files
 from tui_search.config import Settings, load_settings
 from tui_search.core.embedding import Model2VecEmbedder
 from tui_search.core.engine import SearchEngine
@@ -102,15 +102,7 @@ def model() -> Model2VecEmbedder:
 def _scores(
     tmp_path: Path, model: Model2VecEmbedder, query: str, mode: str, **changes: object
 ) -> dict[str, tuple[float, float]]:
-    settings = Settings(
-        workspace=SAMPLE_WORKSPACE,
-        index_dir=tmp_path / "idx",
-        one_result_per_section=False,
-        **changes,  # type: ignore[arg-type]
-    )
-    with SearchEngine(settings, embedder=model) as engine:
-        engine.sync()
-        ranked, _ = engine.rank(query, mode=mode)
+    ranked, _ = rank_sample(tmp_path, model, query, mode, **changes)
     return {s.key: (s.score, s.likelihood_share) for s in ranked}
 
 
