@@ -535,12 +535,8 @@ class FastBM25:
 
     def term_docnums(self, searcher: Any, field: str, text: str) -> np.ndarray | None:
         """Global docnums whose ``field`` holds ``text`` (deleted documents included)."""
-        parts = []
-        for seg in self._segments(searcher):
-            post = self._cached_postings(seg, field, text)
-            if post is not None:
-                parts.append(post[0] + seg.offset)
-        return np.concatenate(parts) if parts else None
+        post = self.term_postings(searcher, field, (text,))[0]
+        return None if post is None else post[0]
 
     def _file_ordinals(self, seg: _Segment, file_field: str) -> tuple[np.ndarray, list[str]]:
         """Local docnum -> the segment's file ordinal, from the postings of ``file_field``
