@@ -445,8 +445,8 @@ LIKELIHOOD_MU = 100.0
 def dirichlet_likelihood(
     tf: np.ndarray,
     lengths: np.ndarray,
-    said: Sequence[float],
-    shares: Sequence[float],
+    said: Sequence[float] | np.ndarray,
+    shares: Sequence[float] | np.ndarray,
     mu: float = LIKELIHOOD_MU,
 ) -> np.ndarray:
     """Each document's query likelihood under a Dirichlet-smoothed language model, up to a
@@ -462,7 +462,9 @@ def dirichlet_likelihood(
     return terms + n.sum() * np.log(mu / (np.asarray(lengths, dtype=np.float64) + mu))
 
 
-def mix_likelihood(scored: list[Scored], likelihood: Sequence[float], share: float) -> None:
+def mix_likelihood(
+    scored: list[Scored], likelihood: Sequence[float] | np.ndarray, share: float
+) -> None:
     """Give ``share`` of each candidate's score to its query likelihood, min-max over the
     candidates and scaled to the best score: ``(1 - share) * score + share * likelihood *
     best``. The scores stay 0-1; ``finalize`` sorts them."""

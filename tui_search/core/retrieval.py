@@ -818,13 +818,9 @@ class Retriever:
         known = shares > 0
         if not known.any():
             return
-        likelihood = dirichlet_likelihood(
-            tf[known],
-            lengths,
-            [said[t] for t, k in zip(terms, known, strict=True) if k],
-            shares[known].tolist(),
-        )
-        mix_likelihood(scored, likelihood.tolist(), fusion.long_question_likelihood)
+        counts = [said[t] for t, k in zip(terms, known, strict=True) if k]
+        likelihood = dirichlet_likelihood(tf[known], lengths, counts, shares[known])
+        mix_likelihood(scored, likelihood, fusion.long_question_likelihood)
 
     # -- resolution ---------------------------------------------------------------------
     def _like(self, plan: QueryPlan, c: _Compiler) -> tuple[np.ndarray | None, list[str]]:
