@@ -132,25 +132,41 @@ def length(p: Params) -> None:
     _after_rank(step, p)
 
 
-def lm(p: Params) -> None:
-    stats: dict[int, tuple[dict[str, tuple[Counter[str], int]], Counter[str], int]] = {}
-    head = "title || char(10) || heading_path" if p.get("headings") else "title"
+Stats = tuple[dict[str, tuple[Counter[str], int]], Counter[str], int]
+_STATS: dict[tuple[int, bool], Stats] = {}
 
-    def collection(self: Any) -> tuple[dict[str, tuple[Counter[str], int]], Counter[str], int]:
-        if id(self.index) not in stats:
-            analyzer = text_analyzer()
-            sql = f"SELECT key, {head}, content FROM chunks WHERE 1 OR key IN {{in}}"
-            tf: dict[str, tuple[Counter[str], int]] = {}
-            cf: Counter[str] = Counter()
-            for key, title, content in self.index.store.select_in(sql, [""]):
-                c = Counter(t.text for t in analyzer(f"{title}\n{content}"))
-                tf[key] = (c, sum(c.values()))
-                cf.update(c)
-            stats[id(self.index)] = (tf, cf, sum(cf.values()))
-        return stats[id(self.index)]
+
+def collection_stats(index: Any, headings: bool = False) -> Stats:
+    """Each chunk's analysed title (+ heading path) and text as word counts, the collection's
+    word counts and its length in words; built once per index (the levers' patches only)."""
+    if (id(index), headings) not in _STATS:
+        head = "title || char(10) || heading_path" if headings else "title"
+        analyzer = text_analyzer()
+        sql = f"SELECT key, {head}, content FROM chunks WHERE 1 OR key IN {{in}}"
+        tf: dict[str, tuple[Counter[str], int]] = {}
+        cf: Counter[str] = Counter()
+        for key, title, content in index.store.select_in(sql, [""]):
+            c = Counter(t.text for t in analyzer(f"{title}\n{content}"))
+            tf[key] = (c, sum(c.values()))
+            cf.update(c)
+        _STATS[(id(index), headings)] = (tf, cf, sum(cf.values()))
+    return _STATS[(id(index), headings)]
+
+
+#: A model's score of one chunk: (the chunk's word counts, its length, the query's word
+#: counts, the collection's statistics, the lever's parameters).
+Scorer = Callable[[Counter[str], int, dict[str, int], Stats, Params], float]
+
+
+def model_mix(p: Params, scorer: Scorer) -> None:
+    """Mix a retrieval model's score into every hybrid ranking (``lm``, and session 23's DFR
+    levers): ``(1 - gamma) x score + gamma x model x best score``, the model's scores min-max
+    normalised over the candidates; gamma [0.25]; with ``from`` (and ``full``) only for
+    questions of that many words, gamma rising linearly to ``full``."""
 
     def step(self: Any, plan: Any, ranked: list[Any], p: Params) -> None:
-        tf, cf, total = collection(self)
+        stats = collection_stats(self.index, bool(p.get("headings")))
+        tf, cf, _ = stats
         said = Counter(t for t, _, _ in analyzed_spans(plan.semantic_text or ""))
         query = {t: n for t, n in said.items() if cf.get(t)}
         if not query:
@@ -162,12 +178,8 @@ def lm(p: Params) -> None:
             gamma *= min(1.0, max(0.0, (words - start) / (full - start) if full > start else 1.0))
             if words < start or gamma <= 0:
                 return
-        mu = p["mu_rel"] * total / max(len(tf), 1) if "mu_rel" in p else p.get("mu", 300.0)
-        scores = []
-        for x in ranked:
-            c, dl = tf.get(x.key, (Counter(), 0))
-            s = sum(n * math.log(1 + c.get(t, 0) / (mu * cf[t] / total)) for t, n in query.items())
-            scores.append(s + sum(query.values()) * math.log(mu / (dl + mu)))
+        empty: tuple[Counter[str], int] = (Counter(), 0)
+        scores = [scorer(*tf.get(x.key, empty), query, stats, p) for x in ranked]
         lo, hi = min(scores), max(scores)
         top = max(x.score for x in ranked)
         for x, s in zip(ranked, scores, strict=True):
@@ -175,6 +187,17 @@ def lm(p: Params) -> None:
             x.score = (1 - gamma) * x.score + gamma * norm * top
 
     _after_rank(step, p)
+
+
+def dirichlet(c: Counter[str], dl: int, query: dict[str, int], stats: Stats, p: Params) -> float:
+    tf, cf, total = stats
+    mu = p["mu_rel"] * total / max(len(tf), 1) if "mu_rel" in p else p.get("mu", 300.0)
+    s = sum(n * math.log(1 + c.get(t, 0) / (mu * cf[t] / total)) for t, n in query.items())
+    return s + sum(query.values()) * math.log(mu / (dl + mu))
+
+
+def lm(p: Params) -> None:
+    model_mix(p, dirichlet)
 
 
 def precision(p: Params) -> None:
@@ -289,18 +312,21 @@ LEVERS: dict[str, Callable[[Params], None]] = {
 }
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(
+    argv: list[str] | None = None, levers: dict[str, Callable[[Params], None]] | None = None
+) -> int:
+    levers = LEVERS if levers is None else levers
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--index-root", required=True, help="one index folder per set")
     ap.add_argument("--shared", default=str(ROOT.parent / "shared" / "eval"))
-    ap.add_argument("--lever", choices=sorted(LEVERS), default="none")
+    ap.add_argument("--lever", choices=sorted(levers), default="none")
     ap.add_argument("--param", action="append", default=[], help="name=value")
     ap.add_argument("--sets", default=",".join(SETS), help="comma-separated set names")
     ap.add_argument("--label", default=None)
     ap.add_argument("--out", default=None, help="write each set's per-question nDCG@10 (JSON)")
     args = ap.parse_args(argv)
     params = {k: float(v) for k, v in (kv.split("=", 1) for kv in args.param)}
-    LEVERS[args.lever](params)
+    levers[args.lever](params)
     figures: dict[str, float] = {}
     per_query: dict[str, dict[str, float]] = {}
     for name in args.sets.split(","):
