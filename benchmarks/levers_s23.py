@@ -226,15 +226,10 @@ def teacher(p: Params) -> None:
     def step(self: Any, plan: Any, ranked: list[Any], p: Params) -> None:
         head = ranked[:k]
         q = vectors[row["Q|" + (plan.semantic_text or "")]]
-        keyed = dict(_head_texts(self, head, k))
-        cos = np.array(
-            [
-                float(vectors[row[f"{self.index.index_dir.name}|{x.key}"]] @ q)
-                if f"{self.index.index_dir.name}|{x.key}" in keyed
-                else 0.0
-                for x in head
-            ]
-        )
+        where = self.index.index_dir.name
+        # every head was recorded by ``teacher-collect`` (the ranking is deterministic): a
+        # missing vector is an error, not a zero
+        cos = np.array([float(vectors[row[f"{where}|{x.key}"]] @ q) for x in head])
         lo, hi = cos.min(), cos.max()
         norm = (cos - lo) / (hi - lo) if hi > lo else np.zeros_like(cos)
         top = head[0].score
