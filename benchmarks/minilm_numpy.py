@@ -43,10 +43,15 @@ def _norm(x: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float = 1e-12) -> np
 
 
 class MiniLM:
-    def __init__(self, folder: Path, max_length: int = 256) -> None:
+    def __init__(self, folder: Path, max_length: int = 256, int8: bool = False) -> None:
         self.t = {
             k: v.astype(np.float32) for k, v in load_file(str(folder / "model.safetensors")).items()
         }
+        if int8:  # stored as int8, one scale per row: what a shipped copy would hold
+            for name, w in self.t.items():
+                if w.ndim == 2 and name.endswith("weight"):
+                    scale = np.maximum(np.abs(w).max(axis=1, keepdims=True), 1e-12) / 127.0
+                    self.t[name] = (np.round(w / scale).astype(np.int8) * scale).astype(np.float32)
         cfg = json.loads((folder / "config.json").read_text())
         self.layers, self.heads = cfg["num_hidden_layers"], cfg["num_attention_heads"]
         self.tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
@@ -123,10 +128,17 @@ def main() -> int:
     ap.add_argument("--dir", required=True)
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--passages", type=int, default=300)
+    ap.add_argument("--int8", action="store_true", help="weights rounded to int8 per row")
+    ap.add_argument("--encode-all", metavar="NAME", help="encode every recorded text to NAME.npy")
     args = ap.parse_args()
     where = Path(args.dir)
     data = json.loads((where / "texts.json").read_text())
-    model = MiniLM(Path(args.model))
+    model = MiniLM(Path(args.model), int8=args.int8)
+    if args.encode_all:  # the same rows as teacher_encode.py's keys.json
+        texts = data["queries"] + list(data["passages"].values())
+        out = np.stack([model.encode_one(t) for t in texts]).astype(np.float32)
+        np.save(where / f"{args.encode_all}.npy", out)
+        return 0
     rng = random.Random(0)
     names = json.loads((where / "keys.json").read_text())
     torch_vectors = np.load(where / "minilm.npy")
