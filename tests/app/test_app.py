@@ -208,7 +208,10 @@ async def test_background_indexing_keeps_the_ui_live(
             gate.wait(20)
             return fake_embedder.encode(texts)
 
-    app = app_factory(workspace, engine_factory=lambda s: SearchEngine(s, embedder=GatedEmbedder()))
+    app = app_factory(
+        workspace,
+        engine_factory=lambda s: SearchEngine(s, embedder=GatedEmbedder(), rerank_waits=False),
+    )
     async with app.run_test(size=(120, 40)) as pilot:
         for _ in range(100):
             await pilot.pause(0.05)

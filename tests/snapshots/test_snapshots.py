@@ -104,7 +104,10 @@ def build(tmp_path: Path, fake_embedder: Any) -> Any:
         settings = Settings(
             workspace=workspace, index_dir=tmp_path / "index", theme=kwargs.pop("theme", "tui-dark")
         )
-        kwargs.setdefault("engine_factory", lambda s: SearchEngine(s, embedder=fake_embedder))
+        kwargs.setdefault(
+            "engine_factory", lambda s: SearchEngine(s, embedder=fake_embedder, rerank_waits=False)
+        )
+        kwargs.setdefault("rerank_fill", False)  # (a background fill would change the status)
         app = make_app(settings, watch=False, show_timing=False, cursor_blink=False, **kwargs)
         app.search_screen.search_debounce = 0.05
         return app
@@ -218,7 +221,10 @@ def test_first_start_while_indexing(
             gate.wait(30)
             return fake_embedder.encode(texts)
 
-    app = build(workspace, engine_factory=lambda s: SearchEngine(s, embedder=GatedEmbedder()))
+    app = build(
+        workspace,
+        engine_factory=lambda s: SearchEngine(s, embedder=GatedEmbedder(), rerank_waits=False),
+    )
     app.exit_grace = 0.1  # the gated indexing thread is released after the screenshot
 
     async def run_before(pilot: Pilot[Any]) -> None:
@@ -291,7 +297,9 @@ def test_first_index_progress(
     # the first batch (architecture/storage.md, guides/backups.md) goes through
     embedder = gated_embedder(lambda texts: all("Storage" in t or "Backups" in t for t in texts))
     gate = gated_embedder.gate
-    app = build(workspace, engine_factory=lambda s: SearchEngine(s, embedder=embedder))
+    app = build(
+        workspace, engine_factory=lambda s: SearchEngine(s, embedder=embedder, rerank_waits=False)
+    )
     app.exit_grace = 0.1
 
     async def run_before(pilot: Pilot[Any]) -> None:

@@ -25,6 +25,7 @@ from tui_search.core.lexical import LexicalParams
 from tui_search.core.plan import Mode, QueryPlan, as_mode
 from tui_search.core.query import applied_operators
 from tui_search.core.ranking import FusionParams, Scored, document_of
+from tui_search.core.rerank import Reranker, RerankParams
 from tui_search.core.results import (
     DocumentGroup,
     FusionWeights,
@@ -95,7 +96,12 @@ class SearchEngine:
         embedder: Embedder | None = None,
         lexical_params: LexicalParams | None = None,
         fusion_params: FusionParams | None = None,
+        rerank_waits: bool = True,
     ) -> None:
+        """``rerank_waits``: a search whose head lacks some of the re-ranker's vectors makes
+        them (a one-shot command or an agent: up to ~1 s the first time sections are seen);
+        ``False`` keeps the static order until :meth:`fill_rerank_vectors` has made them (the
+        app, which never waits)."""
         self.settings = settings
         self.lexical_params = lexical_params or LexicalParams(
             title_boost=settings.title_boost,
@@ -120,12 +126,21 @@ class SearchEngine:
             max_file_bytes=settings.max_file_bytes,
             max_sections=settings.max_sections_per_file,
         )
+        #: re-orders hybrid rankings' heads (None when ``rerank_depth`` is 0)
+        self.reranker: Reranker | None = None
+        if settings.rerank_depth > 0 and settings.rerank_weight > 0:
+            self.reranker = Reranker(
+                self.index.store,
+                RerankParams(depth=settings.rerank_depth, weight=settings.rerank_weight),
+                on_demand=rerank_waits,
+            )
         self.retriever = Retriever(
             self.index,
             self.embedder,
             lexical_params=self.lexical_params,
             candidate_depth=settings.candidate_depth,
             one_per_section=settings.one_result_per_section,
+            reranker=self.reranker,
         )
 
     # -- index lifecycle ----------------------------------------------------------------
@@ -277,7 +292,29 @@ class SearchEngine:
         self.index.doc_paths()
 
     def close(self) -> None:
+        if self.reranker is not None:
+            self.reranker.close()
         self.index.close()
+
+    def fill_rerank_vectors(
+        self,
+        *,
+        batch: int = 16,
+        should_stop: Callable[[], bool] = lambda: False,
+        pause_after_search: float = 1.0,
+    ) -> int:
+        """Make up to ``batch`` of the re-ranker's missing section vectors (a background
+        worker's job: ~60 ms each); how many were made, 0 when none is missing or the
+        re-ranker is off."""
+        if self.reranker is None:
+            return 0
+        return self.reranker.fill(
+            batch=batch, should_stop=should_stop, pause_after_search=pause_after_search
+        )
+
+    def rerank_progress(self) -> tuple[int, int] | None:
+        """(section texts with a re-ranker vector, section texts); None when it is off."""
+        return None if self.reranker is None else self.reranker.progress()
 
     def release_thread(self) -> None:
         """Close this thread's connection to the manifest (a worker thread that ends)."""
@@ -589,6 +626,10 @@ class SearchEngine:
             soft_share=fusion.soft_share if self.retriever.soft_matching(fusion) else 0.0,
             operators=applied_operators(plan.text),
             duplicate_groups=_duplicate_groups(hits) if collapse_duplicates else (),
+            reranked=ranking.rerank is not None and ranking.rerank.applied,
+            rerank_pending=0
+            if ranking.rerank is None or ranking.rerank.applied
+            else ranking.rerank.missing,
         )
 
 

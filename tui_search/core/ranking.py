@@ -96,6 +96,11 @@ class Scored:
     #: The best score among the candidates of the same document (``blend_document``).
     document: float = 0.0
     matched_identifiers: tuple[str, ...] = ()
+    #: The re-ranker's cosine between the question and the section (``core.rerank``; None
+    #: when the section was not re-ranked).
+    rerank_cosine: float | None = None
+    #: The score before the re-ranker mixed its cosine in (None when not re-ranked).
+    before_rerank: float | None = None
     #: Share of the chunk's text that is link text, when it is a link list (``damp_link_lists``).
     link_share: float = 0.0
     #: What the link-list damping multiplied the score by (1 = not damped).
@@ -144,6 +149,8 @@ class Scored:
             "query_likelihood": round(self.likelihood, 4),
             "query_likelihood_share": round(self.likelihood_share, 4),
             "matched_identifiers": list(self.matched_identifiers),
+            "rerank_cosine": None if self.rerank_cosine is None else round(self.rerank_cosine, 4),
+            "before_rerank": None if self.before_rerank is None else round(self.before_rerank, 4),
             "weights": {"keyword": round(weights[0], 3), "semantic": round(weights[1], 3)},
             "fusion": fusion,
             "relevance": round(self.score, 4),

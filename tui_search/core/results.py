@@ -205,6 +205,11 @@ class SearchResults:
     #: Near-duplicate hits of this page (flat results), as groups of indices into ``hits``;
     #: the first index of a group is its best-ranked member. Only with ``collapse_duplicates``.
     duplicate_groups: tuple[tuple[int, ...], ...] = ()
+    #: The head was re-ordered by the re-ranker's sentence encoder (``core.rerank``).
+    reranked: bool = False
+    #: Sections of the head still waiting for their re-ranker vector (the app's background
+    #: fill makes them; this search kept the static order).
+    rerank_pending: int = 0
 
     def explanation(self, hit: Hit) -> Explanation | None:
         """Why ``hit`` (one of these results) ranks where it does, if the search explained."""
@@ -227,6 +232,7 @@ class SearchResults:
         else:
             out["results"] = [h.to_json() for h in self.hits]
         out["continuation"] = {"has_more": self.has_more, "next_token": self.next_token}
+        out["reranked"] = self.reranked
         if self.warnings:
             out["warnings"] = list(self.warnings)
         return out

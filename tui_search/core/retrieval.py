@@ -21,6 +21,7 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -83,6 +84,7 @@ from tui_search.core.store import vector_key
 
 if TYPE_CHECKING:  # networkx loads only when a query names documents
     from tui_search.core.graph import LinkGraph
+    from tui_search.core.rerank import Reranker, RerankOutcome
 
 #: A boolean query's matches fused with the semantic side, by keyword score (the rest follow
 #: in keyword order): fusing 20,000 matches of "a NOT b" cost 0.4 s at 69k chunks.
@@ -401,6 +403,8 @@ class Ranking:
     warnings: list[str] = field(default_factory=list)
     #: Keyword matches past the fused ones (a broad boolean query), kept as docnums and scores.
     tail: KeywordTail | None = None
+    #: What the re-ranker did to the head (None: not asked, e.g. keyword mode or turned off).
+    rerank: RerankOutcome | None = None
 
     def keys(self) -> list[str]:
         """Every result's chunk key, best first."""
@@ -512,8 +516,11 @@ class Retriever:
         lexical_params: LexicalParams,
         candidate_depth: int,
         one_per_section: bool = True,
+        reranker: Reranker | None = None,
     ) -> None:
         self.index = index
+        #: re-orders hybrid rankings' heads with a sentence encoder (``core.rerank``)
+        self.reranker = reranker
         self.embedder = embedder
         self.params = lexical_params
         self.depth = candidate_depth
@@ -610,6 +617,16 @@ class Retriever:
             paths = store.keys_in_paths(c.distances)
             tiers = {key: c.distances[path] for key, path in paths}
         name = self.fusion_name(plan, fusion, mode)
+        # the question's sentence vector is encoded on another thread while the arms search
+        question: Future[np.ndarray] | None = None
+        if (
+            self.reranker is not None
+            and mode == "hybrid"
+            and plan.semantic_text
+            and not plan.listing
+            and like_vector is None
+        ):
+            question = self.reranker.start(plan.semantic_text)
 
         if plan.listing:  # only filters: the matching sections in document order
             docs = np.flatnonzero(allowed if allowed is not None else snap.live())
@@ -686,10 +703,13 @@ class Retriever:
                 s.long_share, s.rules_score = share, s.score
         if self.one_per_section:
             ranked = best_per_section(ranked)
+        outcome = None
+        if question is not None and self.reranker is not None:
+            outcome = self.reranker.apply(question, ranked)
         rest = _keyword_tail(tail, ranked, snap, self.one_per_section) if tail is not None else None
         if rest is not None and tiers:  # tiers reorder every result: make the rows
             ranked, rest = Ranking(ranked, weights, name, tail=rest).all(), None
-        return Ranking(order_by_tier(ranked, tiers), weights, name, c.warnings, rest)
+        return Ranking(order_by_tier(ranked, tiers), weights, name, c.warnings, rest, outcome)
 
     def _fused(
         self,

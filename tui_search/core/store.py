@@ -78,6 +78,9 @@ CREATE TABLE IF NOT EXISTS vector_log (seq INTEGER PRIMARY KEY AUTOINCREMENT, vk
 -- each document's mean chunk vector (unit length), rewritten in the transaction that writes
 -- its chunks' vectors (meta 'file_vectors' = 1 once an older index has been filled in)
 CREATE TABLE IF NOT EXISTS file_vectors (doc TEXT PRIMARY KEY, vector BLOB NOT NULL);
+-- the re-ranker's sentence vectors (``core.rerank``), content-addressed like the tokens: filled
+-- in the background or on demand, never by the indexer, so indexing pays nothing for them
+CREATE TABLE IF NOT EXISTS rerank_vectors (content_hash TEXT PRIMARY KEY, vector BLOB NOT NULL);
 -- counts every change to ``files`` (kept by the triggers): what caches of the file list
 -- compare (``files_stamp``), one row read instead of an aggregate over every file
 CREATE TABLE IF NOT EXISTS files_version (id INTEGER PRIMARY KEY CHECK (id = 0), n INTEGER NOT NULL);
@@ -708,6 +711,66 @@ class Store:
     def set_skipped(self, conn: sqlite3.Connection, skipped: list[tuple[str, str]]) -> None:
         conn.execute("DELETE FROM skipped")
         conn.executemany("INSERT OR REPLACE INTO skipped VALUES (?, ?)", skipped)
+
+    # -- the re-ranker's vectors (``core.rerank``) --------------------------------------
+    def rerank_vectors(self, hashes: Iterable[str]) -> dict[str, np.ndarray]:
+        """The re-ranker's vector of each content hash that has one."""
+        sql = "SELECT content_hash, vector FROM rerank_vectors WHERE content_hash IN {in}"
+        try:
+            return {h: unpack_vector(blob) for h, blob in self.select_in(sql, hashes)}
+        except sqlite3.OperationalError:  # a read-only index written before the table existed
+            return {}
+
+    def put_rerank_vectors(self, items: Iterable[tuple[str, np.ndarray]]) -> None:
+        rows = [(h, pack_vector(v)) for h, v in items]
+        with self.transaction() as conn:
+            conn.executemany("INSERT OR REPLACE INTO rerank_vectors VALUES (?, ?)", rows)
+
+    def texts_without_rerank_vector(self, limit: int) -> list[tuple[str, str, str, str]]:
+        """(content hash, title, heading path JSON, content) of up to ``limit`` chunk texts
+        the re-ranker has no vector for, in index order (each distinct text once)."""
+        sql = (
+            "SELECT content_hash, title, heading_path, content FROM chunks c WHERE NOT EXISTS "
+            "(SELECT 1 FROM rerank_vectors r WHERE r.content_hash = c.content_hash) "
+            "GROUP BY content_hash ORDER BY min(rowid) LIMIT ?"
+        )
+        return [(r[0], r[1], r[2], r[3]) for r in self._conn().execute(sql, (limit,))]
+
+    def texts_by_hash(self, hashes: Iterable[str]) -> list[tuple[str, str, str, str]]:
+        """(content hash, title, heading path JSON, content) of each hash a chunk still has."""
+        sql = (
+            "SELECT content_hash, title, heading_path, content FROM chunks "
+            "WHERE content_hash IN {in} GROUP BY content_hash"
+        )
+        return [(r[0], r[1], r[2], r[3]) for r in self.select_in(sql, hashes)]
+
+    def rerank_progress(self) -> tuple[int, int]:
+        """(distinct chunk texts that have a re-ranker vector, distinct chunk texts)."""
+        row = (
+            self._conn()
+            .execute(
+                "SELECT (SELECT count(*) FROM rerank_vectors r WHERE EXISTS (SELECT 1 FROM "
+                "chunks c WHERE c.content_hash = r.content_hash)), "
+                "(SELECT count(DISTINCT content_hash) FROM chunks)"
+            )
+            .fetchone()
+        )
+        return int(row[0]), int(row[1])
+
+    def clear_rerank_vectors(self, recipe: str) -> None:
+        """Drop every re-ranker vector: they were made by another recipe than ``recipe``."""
+        with self.transaction() as conn:
+            conn.execute("DELETE FROM rerank_vectors")
+            conn.execute("INSERT OR REPLACE INTO meta VALUES ('rerank_recipe', ?)", (recipe,))
+
+    def prune_rerank_vectors(self) -> int:
+        """Drop the vectors no chunk's text has any more; how many went."""
+        with self.transaction() as conn:
+            cur = conn.execute(
+                "DELETE FROM rerank_vectors WHERE content_hash NOT IN "
+                "(SELECT content_hash FROM chunks)"
+            )
+            return int(cur.rowcount)
 
     def execute(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> sqlite3.Cursor:
         return self._conn().execute(sql, params)

@@ -36,6 +36,7 @@ from tui_search.ui.messages import (
     EngineReady,
     IndexDone,
     IndexProgress,
+    RerankProgress,
     WatcherBatch,
     WatcherState,
 )
@@ -59,7 +60,8 @@ EngineFactory = Callable[[Settings], "SearchEngine"]
 def default_engine_factory(settings: Settings) -> SearchEngine:
     from tui_search.core.engine import SearchEngine
 
-    return SearchEngine(settings)
+    # the app never waits for the re-ranker: its vectors are made by a background worker
+    return SearchEngine(settings, rerank_waits=False)
 
 
 class IndexCancelled(Exception):
@@ -90,6 +92,7 @@ class TuiSearchApp(App[int]):
         *,
         engine_factory: EngineFactory | None = None,
         watch: bool = True,
+        rerank_fill: bool = True,
         show_timing: bool = True,
         cursor_blink: bool = True,
         theme_dirs: list[Path] | None = None,
@@ -98,6 +101,10 @@ class TuiSearchApp(App[int]):
         self.settings = settings
         self.engine_factory = engine_factory or default_engine_factory
         self.watch_enabled = watch
+        #: make the re-ranker's section vectors in a background thread once the index is ready
+        self.rerank_fill = rerank_fill
+        self._rerank_thread: threading.Thread | None = None
+        self._rerank_wake = threading.Event()  # the index changed: look for missing vectors
         self.show_timing = show_timing
         self.cursor_blink = cursor_blink
         self.engine: SearchEngine | None = None
@@ -160,6 +167,7 @@ class TuiSearchApp(App[int]):
 
     def on_unmount(self) -> None:
         self._cancel_index.set()
+        self._rerank_wake.set()
         self._stop_watcher()
         thread = self._index_thread
         if thread is not None and thread.is_alive():
@@ -286,6 +294,48 @@ class TuiSearchApp(App[int]):
         self.settle_memory()
         if first and self.watch_enabled:
             self._start_watcher()
+        if first and self.rerank_fill and message.documents >= 0:
+            self._start_rerank_fill()
+        self._rerank_wake.set()
+
+    # -- the re-ranker's vectors ------------------------------------------------------------
+    def _start_rerank_fill(self) -> None:
+        engine = self.engine
+        if engine is None or engine.reranker is None:
+            return
+        thread = threading.Thread(
+            target=self._rerank_fill, args=(engine,), name="tui-search-rerank", daemon=True
+        )
+        self._rerank_thread = thread
+        thread.start()
+
+    def _rerank_fill(self, engine: SearchEngine) -> None:
+        """Background thread: make every missing re-ranker vector (~60 ms each, stepping aside
+        while the user searches), then wait until the index changes. Until a search's head has
+        its vectors, that search keeps the static order (``SearchEngine(rerank_waits=False)``)."""
+        stop = self._cancel_index.is_set
+        try:
+            while not stop():
+                done, total = engine.rerank_progress() or (0, 0)
+                self.post_message(RerankProgress(done, total))
+                while not stop():
+                    made = engine.fill_rerank_vectors(batch=16, should_stop=stop)
+                    if made == 0:
+                        break
+                    done = min(done + made, total)
+                    self.post_message(RerankProgress(done, total))
+                self._rerank_wake.wait(30.0)
+                self._rerank_wake.clear()
+        except Exception as exc:  # noqa: BLE001 - the static ranking stays; say why
+            self.post_message(WatcherState(f"error: re-ranker: {type(exc).__name__}: {exc}"))
+        finally:
+            with contextlib.suppress(Exception):
+                engine.release_thread()
+
+    def on_rerank_progress(self, message: RerankProgress) -> None:
+        done, total = message.done, message.total
+        shown = "" if done >= total else f"re-ranker {100 * done // max(total, 1)}%"
+        self._search_screen.status.update_state(rerank=shown)
 
     def settle_memory(self) -> None:
         """Move what the app holds for good (Textual, the open index, its caches) out of the
@@ -382,6 +432,7 @@ class TuiSearchApp(App[int]):
             f"{len(message.removed)} removed, {message.chunks} sections ({shown}{more})"
         )
         self.notify(f"updated {shown}{more}", title="Index", timeout=3)
+        self._rerank_wake.set()
         self._refresh_stats()
         self._search_screen.refresh_results(files)
 

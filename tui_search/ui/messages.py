@@ -48,6 +48,17 @@ class IndexDone(Message):
 
 
 @dataclass
+class RerankProgress(Message):
+    """The re-ranker's background fill: section texts with a vector, of all."""
+
+    done: int
+    total: int
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, RerankProgress)
+
+
+@dataclass
 class SearchDone(Message):
     request: SearchRequest
     results: SearchResults | None

@@ -21,6 +21,7 @@ class StatusState:
     error: str = ""
     community: str = ""  # the active community filter ("" = none)
     weights: str = ""  # the fusion weights in use, e.g. "kw 0.40 soft 0.75" ("" = not shown)
+    rerank: str = ""  # the re-ranker's background fill, e.g. "re-ranker 40%" ("" = done or off)
 
 
 class StatusLine(Static):
@@ -54,6 +55,8 @@ class StatusLine(Static):
             watcher_style = "$error"
         if not (s.indexing and s.watcher == "off"):  # keep the line short while indexing
             parts.append(Content.assemble("watcher: ", (s.watcher, watcher_style)))
+        if s.rerank:
+            parts.append(Content.styled(s.rerank, "$text-muted"))
         parts.append(Content.assemble("mode: ", (s.mode, "bold $accent")))
         if s.weights and s.mode == "hybrid":  # the weights only matter in hybrid mode
             parts.append(Content.styled(s.weights, "$secondary"))

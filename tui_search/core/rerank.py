@@ -1,0 +1,341 @@
+"""The re-ranker: a small transformer sentence encoder re-orders the head of a hybrid ranking.
+
+The static model (model2vec) finds the candidates in a few milliseconds; a 6-layer BERT
+sentence encoder (all-MiniLM-L6-v2, shipped int8 in ``models/reranker``, built by
+``scripts/build_reranker.py``) then reads the question and each of the top ``depth`` sections
+as sentences, and its cosine is mixed into their scores::
+
+    score' = (1 - weight) x score + weight x cos' x best score
+
+where ``cos'`` is the cosine min-max normalised over the head. Measured on every judged set
+(docs/evaluation.md, sessions 23-24): top 20 at weight 0.2 lifts every set, none lower.
+
+Costs, and how they are kept off the user's path:
+- a section's vector takes ~60 ms of CPU, so vectors are never made by the indexer. They are
+  content-addressed (``rerank_vectors``, by the chunk's content hash) and made either on demand
+  (one-shot searches: the CLI, eval, MCP) or by :meth:`Reranker.fill` in the background (the
+  app), which also picks up what the watcher changed. Until every section of a head has its
+  vector, a search that may not wait keeps the static order for that head.
+- the question's vector (~5-10 ms) is encoded while the arms are searched
+  (:meth:`Reranker.start`).
+
+Numpy and ``tokenizers`` only (no torch): the forward pass is written out below; its vectors
+match sentence-transformers' to a cosine of 0.9993 on average (int8 weights; 1.000000 with the
+float weights, ``benchmarks/minilm_numpy.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from tui_search.core.chunking import embedding_text
+from tui_search.core.errors import ModelError
+
+if TYPE_CHECKING:
+    from tui_search.core.ranking import Scored
+    from tui_search.core.store import ChunkRecord, Store
+
+DEFAULT_RERANKER_DIR = Path(__file__).resolve().parent.parent / "models" / "reranker"
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    """Abramowitz and Stegun 7.1.26 (error below 1.5e-7): numpy has no erf."""
+    s = np.sign(x)
+    a = np.abs(x)
+    t = 1.0 / (1.0 + 0.3275911 * a)
+    y = 1.0 - (
+        ((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736) * t + 0.254829592
+    ) * t * np.exp(-a * a)
+    return (s * y).astype(np.float32, copy=False)
+
+
+class SentenceEncoder:
+    """all-MiniLM-L6-v2 with numpy: mean-pooled, unit-length sentence vectors."""
+
+    def __init__(self, folder: Path = DEFAULT_RERANKER_DIR) -> None:
+        from safetensors.numpy import load_file
+        from tokenizers import Tokenizer
+
+        try:
+            raw = load_file(str(folder / "model.safetensors"))
+            cfg = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+            self._tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        except (OSError, ValueError, KeyError) as exc:
+            raise ModelError(f"cannot load the re-ranker's encoder from {folder}: {exc}") from exc
+        self.max_length = int(cfg["max_length"])
+        self._tok.enable_truncation(self.max_length)
+        self._tok.no_padding()
+        self.layers = int(cfg["num_hidden_layers"])
+        self.heads = int(cfg["num_attention_heads"])
+        self.eps = float(cfg.get("layer_norm_eps", 1e-12))
+        self.dim = int(cfg["hidden_size"])
+
+        def weight(name: str) -> np.ndarray:
+            """A 2-D weight back to float32 from its int8 rows and their scales."""
+            return raw[name].astype(np.float32) * raw[name + ".scale"][:, None]
+
+        # the token table stays int8 (11 MB): rows are scaled when looked up
+        self._words = raw["embeddings.word_embeddings.weight"]
+        self._word_scale = raw["embeddings.word_embeddings.weight.scale"]
+        self._positions = weight("embeddings.position_embeddings.weight")
+        self._type0 = weight("embeddings.token_type_embeddings.weight")[0]
+        self._emb_norm = (raw["embeddings.LayerNorm.weight"], raw["embeddings.LayerNorm.bias"])
+        self._layers: list[dict[str, np.ndarray]] = []
+        for i in range(self.layers):
+            p = f"encoder.layer.{i}."
+            att = p + "attention.self."
+            self._layers.append(
+                {
+                    "qkv": np.ascontiguousarray(
+                        np.concatenate(
+                            [weight(att + n + ".weight").T for n in ("query", "key", "value")],
+                            axis=1,
+                        )
+                    ),
+                    "qkv_b": np.concatenate(
+                        [raw[att + n + ".bias"] for n in ("query", "key", "value")]
+                    ),
+                    "out": np.ascontiguousarray(weight(p + "attention.output.dense.weight").T),
+                    "out_b": raw[p + "attention.output.dense.bias"],
+                    "n1_w": raw[p + "attention.output.LayerNorm.weight"],
+                    "n1_b": raw[p + "attention.output.LayerNorm.bias"],
+                    "up": np.ascontiguousarray(weight(p + "intermediate.dense.weight").T),
+                    "up_b": raw[p + "intermediate.dense.bias"],
+                    "down": np.ascontiguousarray(weight(p + "output.dense.weight").T),
+                    "down_b": raw[p + "output.dense.bias"],
+                    "n2_w": raw[p + "output.LayerNorm.weight"],
+                    "n2_b": raw[p + "output.LayerNorm.bias"],
+                }
+            )
+
+    def _norm(self, x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+        mu = x.mean(-1, keepdims=True)
+        d = x - mu
+        var = (d * d).mean(-1, keepdims=True)
+        return d / np.sqrt(var + self.eps) * w + b
+
+    def encode(self, text: str) -> np.ndarray:
+        """The unit vector of ``text`` (cut to ``max_length`` tokens)."""
+        ids = np.asarray(self._tok.encode(text).ids, dtype=np.int64)
+        n, h = len(ids), self.heads
+        d = self.dim // h
+        x = self._words[ids].astype(np.float32) * self._word_scale[ids, None]
+        x = self._norm(x + self._positions[:n] + self._type0, *self._emb_norm)
+        scale = np.float32(1.0 / math.sqrt(d))
+        for L in self._layers:
+            qkv = x @ L["qkv"] + L["qkv_b"]
+            q, k, v = (
+                qkv[:, j * self.dim : (j + 1) * self.dim].reshape(n, h, d).transpose(1, 0, 2)
+                for j in range(3)
+            )
+            a = (q @ k.transpose(0, 2, 1)) * scale
+            a = np.exp(a - a.max(-1, keepdims=True))
+            a /= a.sum(-1, keepdims=True)
+            c = (a @ v).transpose(1, 0, 2).reshape(n, self.dim)
+            x = self._norm(c @ L["out"] + L["out_b"] + x, L["n1_w"], L["n1_b"])
+            m = x @ L["up"] + L["up_b"]
+            m = 0.5 * m * (1.0 + _erf(m * np.float32(1.0 / math.sqrt(2.0))))
+            x = self._norm(m @ L["down"] + L["down_b"] + x, L["n2_w"], L["n2_b"])
+        pooled = x.mean(0)
+        return (pooled / max(float(np.linalg.norm(pooled)), 1e-12)).astype(np.float32)
+
+
+#: What the stored vectors were made with: vectors made otherwise are dropped (the encoder's
+#: weights or ``passage_text`` changed).
+RECIPE = "all-MiniLM-L6-v2 int8 rows; title > heading path, text; 256 tokens; mean pooled"
+
+
+def passage_text(title: str, heading_path: tuple[str, ...], content: str) -> str:
+    """What the encoder reads of a section: as the static model, its title and heading path,
+    then its text (cut to the encoder's ``max_length`` tokens)."""
+    return embedding_text(title, heading_path, content)
+
+
+@dataclass(frozen=True)
+class RerankParams:
+    """How much of the ranking the encoder re-orders, and how strongly (the defaults live in
+    ``Settings.rerank_depth`` / ``rerank_weight``)."""
+
+    depth: int
+    weight: float
+
+
+@dataclass(frozen=True)
+class RerankOutcome:
+    """What one search's re-ranking did: ``applied`` when the head was re-ordered;
+    ``missing`` sections of the head had no vector yet (the background fill owes them)."""
+
+    applied: bool
+    missing: int = 0
+
+
+class Reranker:
+    """Re-orders hybrid rankings' heads; makes and stores the vectors it needs.
+
+    ``on_demand``: a search encodes the head's missing vectors itself (one-shot commands,
+    where the answer matters more than a second); otherwise it keeps the static order and
+    :meth:`fill` (a background worker) owes them.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        params: RerankParams,
+        *,
+        on_demand: bool = True,
+        encoder: Callable[[], SentenceEncoder] = SentenceEncoder,
+    ) -> None:
+        self.store = store
+        self.params = params
+        if not store.readonly and store.get_meta("rerank_recipe") != RECIPE:
+            store.clear_rerank_vectors(RECIPE)
+        self.on_demand = on_demand
+        self._make_encoder = encoder
+        self._encoder: SentenceEncoder | None = None
+        self._load_lock = threading.Lock()
+        self._encode_lock = threading.Lock()  # one forward pass at a time (BLAS uses the cores)
+        self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._pool: ThreadPoolExecutor | None = None
+        #: time.monotonic() of the last search: the background fill steps aside around it
+        self.last_search = 0.0
+        #: content hashes searches found missing (newest last): the background fill's first job
+        self._wanted: OrderedDict[str, None] = OrderedDict()
+
+    @property
+    def encoder(self) -> SentenceEncoder:
+        with self._load_lock:
+            if self._encoder is None:
+                self._encoder = self._make_encoder()
+            return self._encoder
+
+    def _encode(self, text: str) -> np.ndarray:
+        encoder = self.encoder
+        with self._encode_lock:
+            return encoder.encode(text)
+
+    def query_vector(self, text: str) -> np.ndarray:
+        with self._load_lock:
+            hit = self._queries.get(text)
+            if hit is not None:
+                self._queries.move_to_end(text)
+                return hit
+        vec = self._encode(text)
+        with self._load_lock:
+            self._queries[text] = vec
+            while len(self._queries) > 256:
+                self._queries.popitem(last=False)
+        return vec
+
+    def start(self, text: str) -> Future[np.ndarray]:
+        """Encode the question on a thread of its own while the caller searches the arms."""
+        self.last_search = time.monotonic()
+        with self._load_lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(1, thread_name_prefix="rerank-query")
+            pool = self._pool
+        return pool.submit(self.query_vector, text)
+
+    def apply(self, query: Future[np.ndarray] | str, ranked: list[Scored]) -> RerankOutcome:
+        """Re-score the head of ``ranked`` (sorted, best first) in place and sort it again."""
+        self.last_search = time.monotonic()
+        k = self.params.depth
+        head = ranked[:k]
+        if len(head) < 2 or self.params.weight <= 0:
+            return RerankOutcome(False)
+        hashes = self.store.content_hashes(s.key for s in head)
+        vectors = self.store.rerank_vectors(set(hashes.values()))
+        missing = [s.key for s in head if hashes.get(s.key) not in vectors]
+        if missing and not self.on_demand:
+            with self._load_lock:
+                for key in missing:
+                    if key in hashes:
+                        self._wanted[hashes[key]] = None
+                        self._wanted.move_to_end(hashes[key])
+                while len(self._wanted) > 10 * k:
+                    self._wanted.popitem(last=False)
+            return RerankOutcome(False, len(missing))
+        if missing:
+            made = self._encode_chunks(self.store.chunks_by_keys(missing).values())
+            vectors.update(made)
+        if any(hashes.get(s.key) not in vectors for s in head):  # a chunk gone mid-search
+            return RerankOutcome(False, len(missing))
+        q = query.result() if isinstance(query, Future) else self.query_vector(query)
+        cos = np.array([float(vectors[hashes[s.key]] @ q) for s in head])
+        lo, hi = float(cos.min()), float(cos.max())
+        norm = (cos - lo) / (hi - lo) if hi > lo else np.zeros_like(cos)
+        lam = self.params.weight
+        top = head[0].score
+        floor = ranked[k].score if len(ranked) > k else 0.0
+        for s, c, raw in zip(head, norm, cos, strict=True):
+            s.rerank_cosine, s.before_rerank = float(raw), s.score
+            # the head stays above the rest of the ranking, which it was chosen from
+            s.score = max((1 - lam) * s.score + lam * float(c) * top, floor + 1e-9)
+        ranked[:k] = sorted(head, key=lambda s: (-s.score, s.key))
+        return RerankOutcome(True, len(missing))
+
+    def _encode_chunks(self, chunks: Iterable[ChunkRecord]) -> dict[str, np.ndarray]:
+        made: dict[str, np.ndarray] = {}
+        for c in chunks:
+            if c.content_hash not in made:
+                made[c.content_hash] = self._encode(
+                    passage_text(c.title, c.heading_path, c.content)
+                )
+        if made:
+            self.store.put_rerank_vectors(made.items())
+        return made
+
+    def fill(
+        self,
+        *,
+        batch: int = 16,
+        should_stop: Callable[[], bool] = lambda: False,
+        pause_after_search: float = 1.0,
+    ) -> int:
+        """Encode up to ``batch`` chunk texts that have no vector yet and store them; how many
+        were made (0 = every text has its vector). Steps aside for ``pause_after_search``
+        seconds after a search, so that typing never waits behind a forward pass. The sections
+        the latest searches missed come first."""
+        with self._load_lock:
+            wanted = list(reversed(self._wanted))[:batch]
+            for h in wanted:
+                del self._wanted[h]
+        if wanted:  # (one may have been made meanwhile)
+            made_already = self.store.rerank_vectors(wanted)
+            wanted = [h for h in wanted if h not in made_already]
+        rows = self.store.texts_by_hash(wanted) if wanted else []
+        if len(rows) < batch:
+            seen = {r[0] for r in rows}
+            rest = self.store.texts_without_rerank_vector(batch)
+            rows += [r for r in rest if r[0] not in seen][: batch - len(rows)]
+        made: list[tuple[str, np.ndarray]] = []
+        for content_hash, title, heading_path, content in rows:
+            while time.monotonic() - self.last_search < pause_after_search:
+                if should_stop():
+                    break
+                time.sleep(0.05)
+            if should_stop():
+                break
+            text = passage_text(title, tuple(json.loads(heading_path)), content)
+            made.append((content_hash, self._encode(text)))
+        if made:
+            self.store.put_rerank_vectors(made)
+        return len(made)
+
+    def progress(self) -> tuple[int, int]:
+        """(chunk texts with a vector, chunk texts)."""
+        return self.store.rerank_progress()
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
