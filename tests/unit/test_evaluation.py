@@ -250,9 +250,11 @@ def test_traces_ranked_again_at_the_weights_in_force_give_the_harness_figures(
     """Weights are judged offline by ranking each question's fused candidates again
     (``ranking.refuse`` over ``on_query``'s traces, as ``benchmarks/fusion_levers.py`` does):
     at the weights in force that must be the harness's ranking and nDCG for every question,
-    with the real model and indexes; other weights must re-rank."""
+    with the real model and indexes; other weights must re-rank. (The fusion alone: the
+    re-ranker, which re-orders the fused head, is off; ``benchmarks/rerank_levers.py`` judges
+    it on top of these rankings.)"""
     traces: list[QueryTrace] = []
-    settings = Settings(index_dir=tmp_path / "idx")
+    settings = Settings(index_dir=tmp_path / "idx", rerank_depth=0)
     report = run_evaluation(
         SAMPLE_EVAL, settings=settings, modes=["hybrid"], on_query=traces.append
     )

@@ -119,6 +119,7 @@ def _see_also_ranks(tmp_path: Path, model: Model2VecEmbedder, damping: float) ->
         index_dir=tmp_path / f"idx{damping}",
         link_list_damping=damping,
         heading_match_boost=0.0,  # the postmortem's title names the query: off, to see the lists
+        rerank_depth=0,  # the damping itself, before the re-ranker re-orders the head
     )
     with SearchEngine(settings, embedder=model) as engine:
         engine.sync()

@@ -277,6 +277,7 @@ class SearchEngine:
             communities=communities,
             orphans=orphans,
             broken_links=broken,
+            rerank=self.rerank_progress(),
         )
 
     def warm_up(self) -> None:
@@ -288,6 +289,8 @@ class SearchEngine:
         from tui_search.core.duplicates import _hash_params  # (lazy for one-shot runs)
 
         _hash_params()
+        if self.reranker is not None:
+            self.reranker.encoder  # noqa: B018 - loads the re-ranker's weights (~0.1 s)
         self.index.lexical.warm_up()
         self.index.doc_paths()
 

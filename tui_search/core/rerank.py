@@ -41,6 +41,7 @@ import numpy as np
 
 from tui_search.core.chunking import embedding_text
 from tui_search.core.errors import ModelError
+from tui_search.core.store import VECTOR_DTYPE
 
 if TYPE_CHECKING:
     from tui_search.core.ranking import Scored
@@ -180,6 +181,19 @@ class RerankOutcome:
     missing: int = 0
 
 
+def mix(scores: list[float], cosines: np.ndarray, weight: float, floor: float) -> list[float]:
+    """The head's new scores: ``(1 - weight) x score + weight x cos' x best score``, ``cos'``
+    the cosines min-max over the head; never below ``floor`` (the best score after the head,
+    which stays below it). ``scores`` best first."""
+    lo, hi = float(cosines.min()), float(cosines.max())
+    norm = (cosines - lo) / (hi - lo) if hi > lo else np.zeros_like(cosines)
+    top = scores[0]
+    return [
+        max((1 - weight) * s + weight * float(c) * top, floor + 1e-9)
+        for s, c in zip(scores, norm, strict=True)
+    ]
+
+
 class Reranker:
     """Re-orders hybrid rankings' heads; makes and stores the vectors it needs.
 
@@ -204,11 +218,11 @@ class Reranker:
         self._make_encoder = encoder
         self._encoder: SentenceEncoder | None = None
         self._load_lock = threading.Lock()
-        self._encode_lock = threading.Lock()  # one forward pass at a time (BLAS uses the cores)
         self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
         self._pool: ThreadPoolExecutor | None = None
         #: time.monotonic() of the last search: the background fill steps aside around it
         self.last_search = 0.0
+        self._any, self._any_checked = False, float("-inf")
         #: content hashes searches found missing (newest last): the background fill's first job
         self._wanted: OrderedDict[str, None] = OrderedDict()
 
@@ -220,9 +234,8 @@ class Reranker:
             return self._encoder
 
     def _encode(self, text: str) -> np.ndarray:
-        encoder = self.encoder
-        with self._encode_lock:
-            return encoder.encode(text)
+        # no lock: a question's forward pass never queues behind the background fill's
+        return self.encoder.encode(text)
 
     def query_vector(self, text: str) -> np.ndarray:
         with self._load_lock:
@@ -237,14 +250,26 @@ class Reranker:
                 self._queries.popitem(last=False)
         return vec
 
-    def start(self, text: str) -> Future[np.ndarray]:
-        """Encode the question on a thread of its own while the caller searches the arms."""
+    def start(self, text: str) -> Future[np.ndarray] | str:
+        """Encode the question on a thread of its own while the caller searches the arms;
+        while no section has a vector yet and none may be made now, nothing (the question is
+        encoded later if the head turns out to have its vectors)."""
         self.last_search = time.monotonic()
+        if not self.on_demand and not self._has_vectors():
+            return text
         with self._load_lock:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(1, thread_name_prefix="rerank-query")
             pool = self._pool
         return pool.submit(self.query_vector, text)
+
+    def _has_vectors(self) -> bool:
+        """Whether the index holds any vector (asked again at most every 2 s until it does)."""
+        now = time.monotonic()
+        if not self._any and now - self._any_checked > 2.0:
+            self._any_checked = now
+            self._any = self.store.has_rerank_vectors()
+        return self._any
 
     def apply(self, query: Future[np.ndarray] | str, ranked: list[Scored]) -> RerankOutcome:
         """Re-score the head of ``ranked`` (sorted, best first) in place and sort it again."""
@@ -253,36 +278,40 @@ class Reranker:
         head = ranked[:k]
         if len(head) < 2 or self.params.weight <= 0:
             return RerankOutcome(False)
-        hashes = self.store.content_hashes(s.key for s in head)
+        cos, missing = self.cosines(query, [s.key for s in head])
+        if cos is None:
+            return RerankOutcome(False, missing)
+        floor = ranked[k].score if len(ranked) > k else 0.0
+        for s, value, raw in zip(
+            head, mix([s.score for s in head], cos, self.params.weight, floor), cos, strict=True
+        ):
+            s.rerank_cosine, s.before_rerank, s.score = float(raw), s.score, value
+        ranked[:k] = sorted(head, key=lambda s: (-s.score, s.key))
+        return RerankOutcome(True, missing)
+
+    def cosines(
+        self, query: Future[np.ndarray] | str, keys: list[str]
+    ) -> tuple[np.ndarray | None, int]:
+        """(the encoder's cosine of the question with each section of ``keys``, or None when
+        some have no vector and this reranker may not make them; how many had none)."""
+        hashes = self.store.content_hashes(keys)
         vectors = self.store.rerank_vectors(set(hashes.values()))
-        missing = [s.key for s in head if hashes.get(s.key) not in vectors]
+        missing = [key for key in keys if hashes.get(key) not in vectors]
         if missing and not self.on_demand:
             with self._load_lock:
                 for key in missing:
                     if key in hashes:
                         self._wanted[hashes[key]] = None
                         self._wanted.move_to_end(hashes[key])
-                while len(self._wanted) > 10 * k:
+                while len(self._wanted) > 10 * max(self.params.depth, 1):
                     self._wanted.popitem(last=False)
-            return RerankOutcome(False, len(missing))
+            return None, len(missing)
         if missing:
-            made = self._encode_chunks(self.store.chunks_by_keys(missing).values())
-            vectors.update(made)
-        if any(hashes.get(s.key) not in vectors for s in head):  # a chunk gone mid-search
-            return RerankOutcome(False, len(missing))
+            vectors.update(self._encode_chunks(self.store.chunks_by_keys(missing).values()))
+        if any(hashes.get(key) not in vectors for key in keys):  # a section gone mid-search
+            return None, len(missing)
         q = query.result() if isinstance(query, Future) else self.query_vector(query)
-        cos = np.array([float(vectors[hashes[s.key]] @ q) for s in head])
-        lo, hi = float(cos.min()), float(cos.max())
-        norm = (cos - lo) / (hi - lo) if hi > lo else np.zeros_like(cos)
-        lam = self.params.weight
-        top = head[0].score
-        floor = ranked[k].score if len(ranked) > k else 0.0
-        for s, c, raw in zip(head, norm, cos, strict=True):
-            s.rerank_cosine, s.before_rerank = float(raw), s.score
-            # the head stays above the rest of the ranking, which it was chosen from
-            s.score = max((1 - lam) * s.score + lam * float(c) * top, floor + 1e-9)
-        ranked[:k] = sorted(head, key=lambda s: (-s.score, s.key))
-        return RerankOutcome(True, len(missing))
+        return np.array([float(vectors[hashes[key]] @ q) for key in keys]), len(missing)
 
     def _encode_chunks(self, chunks: Iterable[ChunkRecord]) -> dict[str, np.ndarray]:
         made: dict[str, np.ndarray] = {}
@@ -293,7 +322,8 @@ class Reranker:
                 )
         if made:
             self.store.put_rerank_vectors(made.items())
-        return made
+        # as stored (float16): a search scores the same whether it made them or read them
+        return {h: v.astype(VECTOR_DTYPE).astype(np.float32) for h, v in made.items()}
 
     def fill(
         self,

@@ -279,3 +279,5 @@ class IndexStatus:
     #: Documents with no links in or out.
     orphans: int
     broken_links: int
+    #: The re-ranker's section vectors: (made, section texts); None when it is off.
+    rerank: tuple[int, int] | None = None

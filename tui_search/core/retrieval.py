@@ -618,7 +618,7 @@ class Retriever:
             tiers = {key: c.distances[path] for key, path in paths}
         name = self.fusion_name(plan, fusion, mode)
         # the question's sentence vector is encoded on another thread while the arms search
-        question: Future[np.ndarray] | None = None
+        question: Future[np.ndarray] | str | None = None
         if (
             self.reranker is not None
             and mode == "hybrid"

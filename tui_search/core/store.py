@@ -721,6 +721,14 @@ class Store:
         except sqlite3.OperationalError:  # a read-only index written before the table existed
             return {}
 
+    def has_rerank_vectors(self) -> bool:
+        try:
+            return (
+                self._conn().execute("SELECT 1 FROM rerank_vectors LIMIT 1").fetchone() is not None
+            )
+        except sqlite3.OperationalError:  # a read-only index written before the table existed
+            return False
+
     def put_rerank_vectors(self, items: Iterable[tuple[str, np.ndarray]]) -> None:
         rows = [(h, pack_vector(v)) for h, v in items]
         with self.transaction() as conn:

@@ -81,6 +81,12 @@ def status_content(
         row("size on disk", f"{human_bytes(status.index_bytes)}  {_one_line(status.index_dir)}")
     )
     rows.append(row("model", _one_line(status.model)))
+    if status.rerank is None:
+        rows.append(row("re-ranker", "off (rerank_depth = 0)"))
+    else:
+        made, total = status.rerank
+        left = "all made" if made >= total else f"{total - made} to make in the background"
+        rows.append(row("re-ranker", f"{made}/{total} section vectors ({left})"))
     rows.append(row("last update", ago(status.last_update, now)))
     rows.append(Content(""))
     rows.append(head("Watcher"))
