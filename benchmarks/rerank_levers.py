@@ -83,7 +83,7 @@ def _recipe(args: argparse.Namespace) -> None:
     else:
         args.encoder = rerank.SentenceEncoder
     if args.text != "full" or args.max_length:
-        rerank.RECIPE = f"{rerank.RECIPE} | bench: text {args.text}, {args.max_length} tokens"
+        rerank.PASSAGE_RECIPE += f" | bench: text {args.text}, {args.max_length} tokens"
 
 
 def record(args: argparse.Namespace, name: str) -> list[tuple[QueryTrace, np.ndarray | None]]:

@@ -65,7 +65,7 @@ the pooler is dropped. Mean pooling over tokens, unit length, at most {max_lengt
 """
 
 #: Tokens a passage is cut to: what the measured figures used.
-MAX_LENGTH = 256
+MAX_LENGTH = 128
 
 
 def fetch() -> Path:

@@ -249,7 +249,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         tty = sys.stdout.isatty()
         print(
             f"{results.total_results} results in {results.files_covered} files "
-            f"({results.mode}, {results.took_ms:.0f} ms)"
+            f"({results.mode}{', re-ranked' if results.reranked else ''}, {results.took_ms:.0f} ms)"
         )
 
         def show(h: Any, indent: str = "") -> None:

@@ -148,12 +148,13 @@ class Settings:
     #: How many candidates each arm contributes before fusion.
     candidate_depth: int = 200
     #: Hybrid mode: a transformer sentence encoder (all-MiniLM-L6-v2, shipped in the package)
-    #: re-reads the question and this many of the best sections and re-orders them
-    #: (``core.rerank``; 0 = off). Top 20 at weight 0.2 chosen across every judged set
-    #: (docs/evaluation.md, session 24): every set higher, none lower.
+    #: reads the question and this many of the best sections (each cut to 128 tokens) and
+    #: re-orders them (``core.rerank``; 0 = off). Top 20 at weight 0.3 chosen across every
+    #: judged set (docs/evaluation.md, session 24): every set higher, none lower.
     rerank_depth: int = 20
-    #: Share of a re-ranked section's score taken from the encoder's cosine.
-    rerank_weight: float = 0.2
+    #: Share of a re-ranked section's score taken from the encoder's cosine (min-max over the
+    #: re-ranked sections, times the best score).
+    rerank_weight: float = 0.3
     #: Passages shown per document in grouped results.
     passages_per_document: int = 3
     #: Each section is one result, at its best passage: a long section's chunks no longer

@@ -8,14 +8,14 @@ as sentences, and its cosine is mixed into their scores::
     score' = (1 - weight) x score + weight x cos' x best score
 
 where ``cos'`` is the cosine min-max normalised over the head. Measured on every judged set
-(docs/evaluation.md, sessions 23-24): top 20 at weight 0.2 lifts every set, none lower.
+(docs/evaluation.md, session 24): top 20 at weight 0.3 lifts every set, none lower.
 
 Costs, and how they are kept off the user's path:
-- a section's vector takes ~60 ms of CPU, so vectors are never made by the indexer. They are
-  content-addressed (``rerank_vectors``, by the chunk's content hash) and made either on demand
-  (one-shot searches: the CLI, eval, MCP) or by :meth:`Reranker.fill` in the background (the
-  app), which also picks up what the watcher changed. Until every section of a head has its
-  vector, a search that may not wait keeps the static order for that head.
+- a section's vector takes ~30 ms of CPU (128 tokens), so vectors are never made by the
+  indexer. They are content-addressed (``rerank_vectors``, by the chunk's content hash) and
+  made either on demand (one-shot searches: the CLI, eval, MCP) or by :meth:`Reranker.fill`
+  in the background (the app), which also picks up what the watcher changed. Until every
+  section of a head has its vector, a search that may not wait keeps the static order.
 - the question's vector (~5-10 ms) is encoded while the arms are searched
   (:meth:`Reranker.start`).
 
@@ -152,9 +152,19 @@ class SentenceEncoder:
         return (pooled / max(float(np.linalg.norm(pooled)), 1e-12)).astype(np.float32)
 
 
-#: What the stored vectors were made with: vectors made otherwise are dropped (the encoder's
-#: weights or ``passage_text`` changed).
-RECIPE = "all-MiniLM-L6-v2 int8 rows; title > heading path, text; 256 tokens; mean pooled"
+#: How ``passage_text`` and the pooling make a vector (with the encoder's config, the recipe
+#: the stored vectors are checked against: vectors made otherwise are dropped).
+PASSAGE_RECIPE = "title > heading path, text; mean pooled, unit length"
+
+
+def recipe(folder: Path = DEFAULT_RERANKER_DIR) -> str:
+    """What the stored vectors must have been made with (the encoder's config: its weights'
+    name and token limit, then ``PASSAGE_RECIPE``)."""
+    try:
+        config = (folder / "config.json").read_text(encoding="utf-8")
+    except OSError:
+        config = "(no encoder)"
+    return f"all-MiniLM-L6-v2 int8 {' '.join(config.split())} {PASSAGE_RECIPE}"
 
 
 def passage_text(title: str, heading_path: tuple[str, ...], content: str) -> str:
@@ -212,8 +222,9 @@ class Reranker:
     ) -> None:
         self.store = store
         self.params = params
-        if not store.readonly and store.get_meta("rerank_recipe") != RECIPE:
-            store.clear_rerank_vectors(RECIPE)
+        made_by = recipe()
+        if not store.readonly and store.get_meta("rerank_recipe") != made_by:
+            store.clear_rerank_vectors(made_by)
         self.on_demand = on_demand
         self._make_encoder = encoder
         self._encoder: SentenceEncoder | None = None
