@@ -227,3 +227,22 @@ def test_vectors_of_another_recipe_are_dropped(tmp_path: Path) -> None:
     again = SearchEngine(engine.settings)
     assert again.rerank_progress()[0] == 0
     again.close()
+
+
+def test_the_explain_panel_says_what_the_reranker_did(tmp_path: Path) -> None:
+    from tui_search.core.results import Explanation
+    from tui_search.ui.widgets.explain import explain_content
+
+    engine = _engine(tmp_path)
+    results = engine.search(QUESTION, limit=3, explain=True)
+    hit = results.hits[0]
+    why = Explanation.from_scores(hit.scores, results.soft_share)
+    assert why is not None and why.rerank_cosine is not None and why.before_rerank is not None
+    text = explain_content(hit, why, 0).plain
+    assert f"{why.before_rerank:.2f} → {hit.relevance_score:.2f}" in text
+    assert f"cosine {why.rerank_cosine:.2f}" in text
+    static = _engine(tmp_path, "off", rerank_depth=0).search(QUESTION, limit=1, explain=True)
+    plain = Explanation.from_scores(static.hits[0].scores, static.soft_share)
+    assert plain is not None and plain.rerank_cosine is None
+    assert "sentence encoder" not in explain_content(static.hits[0], plain, 0).plain
+    engine.close()

@@ -31,6 +31,10 @@ def _num(value: Any, default: float = 0.0) -> float:
     return float(value) if isinstance(value, int | float) else default
 
 
+def _opt(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) else None
+
+
 def _rank(value: Any) -> int | None:
     return int(value) if isinstance(value, int) else None
 
@@ -76,6 +80,10 @@ class Explanation:
     #: rules' score it was given.
     query_likelihood: float = 0.0
     query_likelihood_share: float = 0.0
+    #: The re-ranker's cosine between the question and the hit, and the hit's score before
+    #: the re-ranker mixed it in (None: not re-ranked).
+    rerank_cosine: float | None = None
+    before_rerank: float | None = None
 
     @classmethod
     def from_scores(cls, scores: dict[str, Any], soft_share: float) -> Explanation | None:
@@ -113,6 +121,8 @@ class Explanation:
             rules_score=_num(scores.get("rules_score")),
             query_likelihood=_num(scores.get("query_likelihood")),
             query_likelihood_share=_num(scores.get("query_likelihood_share")),
+            rerank_cosine=_opt(scores.get("rerank_cosine")),
+            before_rerank=_opt(scores.get("before_rerank")),
         )
 
 

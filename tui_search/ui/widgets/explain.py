@@ -156,6 +156,7 @@ def explain_content(hit: Hit, why: Explanation | None, position: int | None) -> 
         and factors > 0
         and not 0 < why.long_question_share < 1
         and why.query_likelihood_share == 0
+        and why.before_rerank is None
     ):
         # the fusion scales the weighted sum by how sure the arms are for this query
         scale = why.relevance / (fused * factors)
@@ -163,6 +164,17 @@ def explain_content(hit: Hit, why: Explanation | None, position: int | None) -> 
             Content.assemble(
                 ("fused     ", "bold"),
                 (f"{fused:.2f} × confidence {scale:.2f}", "$text-muted"),
+            )
+        )
+    if why.rerank_cosine is not None and why.before_rerank is not None:
+        rows.append(
+            Content.assemble(
+                ("re-ranker ", "bold"),
+                (
+                    f"{why.before_rerank:.2f} → {why.relevance:.2f}: the sentence encoder reads "
+                    f"it at cosine {why.rerank_cosine:.2f} to the question",
+                    "$text-muted",
+                ),
             )
         )
     rows.append(
