@@ -706,6 +706,12 @@ class Retriever:
         outcome = None
         if question is not None and self.reranker is not None:
             outcome = self.reranker.apply(question, ranked)
+            if outcome.applied:
+                rr = self.reranker.params
+                name += (
+                    f", the best {rr.depth} re-read by a sentence encoder "
+                    f"({rr.weight:g} of their score from its cosine)"
+                )
         rest = _keyword_tail(tail, ranked, snap, self.one_per_section) if tail is not None else None
         if rest is not None and tiers:  # tiers reorder every result: make the rows
             ranked, rest = Ranking(ranked, weights, name, tail=rest).all(), None
