@@ -344,7 +344,7 @@ class Reranker:
         pause_after_search: float = 1.0,
     ) -> int:
         """Encode up to ``batch`` chunk texts that have no vector yet and store them; how many
-        were made (0 = every text has its vector). Steps aside for ``pause_after_search``
+        were made (0 = every text has its vector, and the vectors of texts gone are dropped). Steps aside for ``pause_after_search``
         seconds after a search, so that typing never waits behind a forward pass. The sections
         the latest searches missed come first."""
         with self._load_lock:
@@ -371,6 +371,8 @@ class Reranker:
             made.append((content_hash, self._encode(text)))
         if made:
             self.store.put_rerank_vectors(made)
+        elif not rows:  # all made: drop the vectors of texts no section has any more
+            self.store.prune_rerank_vectors()
         return len(made)
 
     def progress(self) -> tuple[int, int]:
