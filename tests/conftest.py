@@ -161,7 +161,8 @@ def rank_sample(
     result, so two rankings' keys line up), and the fusion an explained search reports."""
     from tui_search.core.engine import SearchEngine
 
-    changes.setdefault("rerank_depth", 0)  # the static ranking (the re-ranker's own tests: test_rerank.py)
+    # the static ranking (the re-ranker has its own tests: test_rerank.py)
+    changes.setdefault("rerank_depth", 0)
     settings = Settings(
         workspace=SAMPLE_WORKSPACE,
         index_dir=tmp_path / "idx",
