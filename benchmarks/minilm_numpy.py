@@ -24,16 +24,7 @@ import numpy as np
 from safetensors.numpy import load_file
 from tokenizers import Tokenizer
 
-
-def _erf(x: np.ndarray) -> np.ndarray:
-    """Abramowitz and Stegun 7.1.26 (error below 1.5e-7)."""
-    s = np.sign(x)
-    a = np.abs(x)
-    t = 1.0 / (1.0 + 0.3275911 * a)
-    y = 1.0 - (
-        ((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736) * t + 0.254829592
-    ) * t * np.exp(-a * a)
-    return s * y
+from tui_search.core.rerank import _erf  # the product's own (its forward pass is in core.rerank)
 
 
 def _norm(x: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float = 1e-12) -> np.ndarray:
