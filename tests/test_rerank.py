@@ -249,3 +249,17 @@ def test_the_explain_panel_says_what_the_reranker_did(tmp_path: Path) -> None:
     assert plain is not None and plain.rerank_cosine is None
     assert "sentence encoder" not in explain_content(static.hits[0], plain, 0).plain
     engine.close()
+
+
+def test_a_search_reranks_even_when_its_vectors_cannot_be_stored(tmp_path: Path) -> None:
+    engine = _engine(tmp_path)
+    store = engine.index.store
+
+    def refuse(items: object) -> None:
+        raise sqlite3.OperationalError("attempt to write a readonly database")
+
+    store.put_rerank_vectors = refuse  # type: ignore[method-assign]
+    results = engine.search(QUESTION, limit=5)
+    assert results.reranked
+    assert engine.rerank_progress()[0] == 0  # nothing was stored
+    engine.close()

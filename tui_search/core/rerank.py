@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import math
+import sqlite3
 import threading
 import time
 from collections import OrderedDict
@@ -332,7 +333,10 @@ class Reranker:
                     passage_text(c.title, c.heading_path, c.content)
                 )
         if made:
-            self.store.put_rerank_vectors(made.items())
+            try:
+                self.store.put_rerank_vectors(made.items())
+            except sqlite3.Error:  # (a read-only or busy index): this search still uses them
+                pass
         # as stored (float16): a search scores the same whether it made them or read them
         return {h: v.astype(VECTOR_DTYPE).astype(np.float32) for h, v in made.items()}
 
