@@ -263,3 +263,20 @@ def test_a_search_reranks_even_when_its_vectors_cannot_be_stored(tmp_path: Path)
     assert results.reranked
     assert engine.rerank_progress()[0] == 0  # nothing was stored
     engine.close()
+
+
+def test_a_broken_encoder_leaves_the_static_order_and_says_so(tmp_path: Path) -> None:
+    engine = _engine(tmp_path)
+    assert engine.reranker is not None
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "config.json").write_text("{}")
+    engine.reranker._make_encoder = lambda: SentenceEncoder(broken)
+    engine.warm_up()  # does not raise: a search reports it
+    results = engine.search(QUESTION, limit=10)
+    assert not results.reranked
+    assert any("re-ranker is unavailable" in w for w in results.warnings)
+    off = _engine(tmp_path, "off", rerank_depth=0)
+    assert [h.section_id for h in results.hits] == _order(off)
+    off.close()
+    engine.close()

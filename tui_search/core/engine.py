@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import functools
 import hashlib
 import json
@@ -18,7 +19,13 @@ import numpy as np
 
 from tui_search.config import Settings
 from tui_search.core.embedding import Embedder, Model2VecEmbedder, TokenEmbedder
-from tui_search.core.errors import IndexBusyError, NotFoundError, QueryError, TuiSearchError
+from tui_search.core.errors import (
+    IndexBusyError,
+    ModelError,
+    NotFoundError,
+    QueryError,
+    TuiSearchError,
+)
 from tui_search.core.index import SearchIndex
 from tui_search.core.indexer import Indexer, Progress, ProgressCallback, SyncReport
 from tui_search.core.lexical import LexicalParams
@@ -290,7 +297,8 @@ class SearchEngine:
 
         _hash_params()
         if self.reranker is not None:
-            self.reranker.encoder  # noqa: B018 - loads the re-ranker's weights (~0.1 s)
+            with contextlib.suppress(ModelError):  # (a search reports it)
+                self.reranker.encoder  # noqa: B018 - loads the re-ranker's weights (~0.1 s)
         self.index.lexical.warm_up()
         self.index.doc_paths()
 

@@ -348,9 +348,9 @@ class Reranker:
         pause_after_search: float = 1.0,
     ) -> int:
         """Encode up to ``batch`` chunk texts that have no vector yet and store them; how many
-        were made (0 = every text has its vector, and the vectors of texts gone are dropped). Steps aside for ``pause_after_search``
-        seconds after a search, so that typing never waits behind a forward pass. The sections
-        the latest searches missed come first."""
+        were made (0 = every text has its vector, and the vectors of texts gone are dropped).
+        Steps aside for ``pause_after_search`` seconds after a search, so that typing never
+        waits behind a forward pass. The sections the latest searches missed come first."""
         with self._load_lock:
             wanted = list(reversed(self._wanted))[:batch]
             for h in wanted:

@@ -31,6 +31,7 @@ from whoosh import query as Q
 
 from tui_search.core.centering import SAMPLE_SIZE, Centering
 from tui_search.core.embedding import Embedder, TokenEmbedder
+from tui_search.core.errors import ModelError
 from tui_search.core.exact import term_query
 from tui_search.core.index import SearchIndex
 from tui_search.core.lexical import (
@@ -705,8 +706,11 @@ class Retriever:
             ranked = best_per_section(ranked)
         outcome = None
         if question is not None and self.reranker is not None:
-            outcome = self.reranker.apply(question, ranked)
-            if outcome.applied:
+            try:
+                outcome = self.reranker.apply(question, ranked)
+            except ModelError as exc:  # the static order stands; the search says why
+                c.warnings.append(f"the re-ranker is unavailable: {exc}")
+            if outcome is not None and outcome.applied:
                 rr = self.reranker.params
                 name += (
                     f", the best {rr.depth} re-read by a sentence encoder "
