@@ -120,11 +120,17 @@ async def debounce_to_paint(
     queries: list[str],
     grouped: bool,
     parts: dict[str, list[float]],
+    rerank_fill: bool = False,
+    rerank: bool = True,
 ) -> list[float]:
-    """ms from the debounce firing to the first repaint after the results are applied."""
+    """ms from the debounce firing to the first repaint after the results are applied
+    (``rerank_fill``: with the re-ranker's background fill running, as in the app's first
+    minutes on a new index; ``rerank`` False: the re-ranker off, the static ranking alone)."""
+    settings = Settings(workspace=workspace, index_dir=index_dir)
     app = make_app(
-        Settings(workspace=workspace, index_dir=index_dir),
+        settings if rerank else settings.replace(rerank_depth=0),
         watch=False,
+        rerank_fill=rerank_fill,
         show_timing=False,
         cursor_blink=False,
     )
@@ -204,13 +210,21 @@ def main() -> int:
         chunks = engine.stats().chunks
         engine.close()
         print(f"{args.workspace}: {chunks} chunks, {len(queries)} queries, page of 50")
-        for grouped in (False, True):
+        passes = [(g, fill, on) for g in (False, True) for fill, on in ((0, 0), (0, 1), (1, 1))]
+        for grouped, fill, on in passes:
             parts: dict[str, list[float]] = {}
             ms = asyncio.run(
-                debounce_to_paint(args.workspace, args.index_dir, queries, grouped, parts)
+                debounce_to_paint(
+                    args.workspace, args.index_dir, queries, grouped, parts, bool(fill), bool(on)
+                )
+            )
+            how = ("grouped" if grouped else "flat") + (
+                ", re-ranker's background fill running"
+                if fill
+                else (", re-ranker on" if on else ", re-ranker off")
             )
             print(
-                f"  debounce fired -> results painted ({'grouped' if grouped else 'flat'}): "
+                f"  debounce fired -> results painted ({how}): "
                 f"p50 {statistics.median(ms):6.1f} ms, p95 {pct(ms, 0.95):6.1f} ms, "
                 f"max {max(ms):6.1f} ms"
             )

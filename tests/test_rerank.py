@@ -280,3 +280,24 @@ def test_a_broken_encoder_leaves_the_static_order_and_says_so(tmp_path: Path) ->
     assert [h.section_id for h in results.hits] == _order(off)
     off.close()
     engine.close()
+
+
+def test_the_app_encodes_the_question_early_only_while_heads_have_their_vectors(
+    tmp_path: Path,
+) -> None:
+    from concurrent.futures import Future
+
+    engine = _engine(tmp_path, rerank_waits=False)
+    rr = engine.reranker
+    assert rr is not None
+    assert isinstance(rr.start(QUESTION), str)  # no vector at all: nothing encoded
+    assert engine.fill_rerank_vectors(batch=1) == 1
+    rr._any_checked = float("-inf")  # (it asks the index again at most every 2 s)
+    assert isinstance(rr.start(QUESTION), Future)  # vectors exist, nothing known yet
+    assert not engine.search(QUESTION).reranked  # this head lacked some
+    assert isinstance(rr.start(QUESTION), str)  # so the next question waits for its head
+    while engine.fill_rerank_vectors(batch=8):
+        pass
+    assert engine.search(QUESTION).reranked  # encoded after the arms, the head being complete
+    assert isinstance(rr.start(QUESTION), Future)  # and early again from now on
+    engine.close()

@@ -31,7 +31,7 @@ import math
 import sqlite3
 import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -235,6 +235,8 @@ class Reranker:
         #: time.monotonic() of the last search: the background fill steps aside around it
         self.last_search = 0.0
         self._any, self._any_checked = False, float("-inf")
+        #: whether each of the latest searches' heads had all their vectors (background mode)
+        self._recent: deque[bool] = deque(maxlen=8)
         #: content hashes searches found missing (newest last): the background fill's first job
         self._wanted: OrderedDict[str, None] = OrderedDict()
 
@@ -267,7 +269,11 @@ class Reranker:
         while no section has a vector yet and none may be made now, nothing (the question is
         encoded later if the head turns out to have its vectors)."""
         self.last_search = time.monotonic()
-        if not self.on_demand and not self._has_vectors():
+        if not self.on_demand and (
+            not self._has_vectors() or (self._recent and not any(self._recent))
+        ):
+            # the latest heads lacked vectors (the background fill is early): the encoding
+            # would most likely be wasted, and it would share the interpreter with the search
             return text
         with self._load_lock:
             if self._pool is None:
@@ -309,6 +315,8 @@ class Reranker:
         hashes = self.store.content_hashes(keys)
         vectors = self.store.rerank_vectors(set(hashes.values()))
         missing = [key for key in keys if hashes.get(key) not in vectors]
+        if not self.on_demand:
+            self._recent.append(not missing)
         if missing and not self.on_demand:
             with self._load_lock:
                 for key in missing:
