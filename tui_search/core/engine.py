@@ -106,7 +106,7 @@ class SearchEngine:
         rerank_waits: bool = True,
     ) -> None:
         """``rerank_waits``: a search whose head lacks some of the re-ranker's vectors makes
-        them (a one-shot command or an agent: up to ~1 s the first time sections are seen);
+        them (a one-shot command or an agent: up to ~0.7 s the first time sections are seen);
         ``False`` keeps the static order until :meth:`fill_rerank_vectors` has made them (the
         app, which never waits)."""
         self.settings = settings
@@ -315,7 +315,7 @@ class SearchEngine:
         pause_after_search: float = 1.0,
     ) -> int:
         """Make up to ``batch`` of the re-ranker's missing section vectors (a background
-        worker's job: ~60 ms each); how many were made, 0 when none is missing or the
+        worker's job: ~37 ms each); how many were made, 0 when none is missing or the
         re-ranker is off."""
         if self.reranker is None:
             return 0

@@ -11,7 +11,7 @@ where ``cos'`` is the cosine min-max normalised over the head. Measured on every
 (docs/evaluation.md, session 24): top 20 at weight 0.3 lifts every set, none lower.
 
 Costs, and how they are kept off the user's path:
-- a section's vector takes ~30 ms of CPU (128 tokens), so vectors are never made by the
+- a section's vector takes ~37 ms (128 tokens, two cores), so vectors are never made by the
   indexer. They are content-addressed (``rerank_vectors``, by the chunk's content hash) and
   made either on demand (one-shot searches: the CLI, eval, MCP) or by :meth:`Reranker.fill`
   in the background (the app), which also picks up what the watcher changed. Until every
