@@ -168,6 +168,10 @@ def recipe(folder: Path = DEFAULT_RERANKER_DIR) -> str:
     return f"all-MiniLM-L6-v2 int8 {' '.join(config.split())} {PASSAGE_RECIPE}"
 
 
+#: How many texts without a vector the background fill reads at once.
+FILL_READ_AHEAD = 256
+
+
 def passage_text(title: str, heading_path: tuple[str, ...], content: str) -> str:
     """What the encoder reads of a section: as the static model, its title and heading path,
     then its text (cut to the encoder's ``max_length`` tokens)."""
@@ -237,6 +241,8 @@ class Reranker:
         self._any, self._any_checked = False, float("-inf")
         #: whether each of the latest searches' heads had all their vectors (background mode)
         self._recent: deque[bool] = deque(maxlen=8)
+        #: texts without a vector, read ahead for the background fill (``FILL_READ_AHEAD``)
+        self._pending: list[tuple[str, str, str, str]] = []
         #: content hashes searches found missing (newest last): the background fill's first job
         self._wanted: OrderedDict[str, None] = OrderedDict()
 
@@ -368,9 +374,16 @@ class Reranker:
             wanted = [h for h in wanted if h not in made_already]
         rows = self.store.texts_by_hash(wanted) if wanted else []
         if len(rows) < batch:
+            # the texts still to make, read ahead (one query: 80 ms at 69k sections, 14% of a
+            # batch of 16 if asked every batch); one that changed meanwhile only makes a vector
+            # the next pass drops
+            if not self._pending:
+                self._pending = self.store.texts_without_rerank_vector(FILL_READ_AHEAD)
             seen = {r[0] for r in rows}
-            rest = self.store.texts_without_rerank_vector(batch)
-            rows += [r for r in rest if r[0] not in seen][: batch - len(rows)]
+            while self._pending and len(rows) < batch:
+                row = self._pending.pop(0)
+                if row[0] not in seen:
+                    rows.append(row)
         made: list[tuple[str, np.ndarray]] = []
         for content_hash, title, heading_path, content in rows:
             while time.monotonic() - self.last_search < pause_after_search:
