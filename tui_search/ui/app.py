@@ -103,7 +103,6 @@ class TuiSearchApp(App[int]):
         self.watch_enabled = watch
         #: make the re-ranker's section vectors in a background thread once the index is ready
         self.rerank_fill = rerank_fill
-        self._rerank_thread: threading.Thread | None = None
         self._rerank_wake = threading.Event()  # the index changed: look for missing vectors
         self.show_timing = show_timing
         self.cursor_blink = cursor_blink
@@ -303,11 +302,10 @@ class TuiSearchApp(App[int]):
         engine = self.engine
         if engine is None or engine.reranker is None:
             return
-        thread = threading.Thread(
+        # a daemon thread: it stops at its next section once the app exits (``_cancel_index``)
+        threading.Thread(
             target=self._rerank_fill, args=(engine,), name="tui-search-rerank", daemon=True
-        )
-        self._rerank_thread = thread
-        thread.start()
+        ).start()
 
     def _rerank_fill(self, engine: SearchEngine) -> None:
         """Background thread: make every missing re-ranker vector (~37 ms each, stepping aside
