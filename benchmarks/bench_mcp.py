@@ -148,7 +148,7 @@ def main() -> int:
         f"corpus {args.corpus}: {report.documents} documents, {report.chunks} sections "
         f"(sync {time.perf_counter() - t:.1f}s)"
     )
-    from tui_search.mcp_server import AgentService, SearchRequest
+    from tui_search.mcp.server import AgentService, SearchRequest
 
     service = AgentService(engine)
     for q in QUERIES:  # warm-up

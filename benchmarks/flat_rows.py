@@ -30,8 +30,8 @@ from fusion_levers import SETS  # noqa: E402
 
 from tui_search.config import load_settings  # noqa: E402
 from tui_search.core.chunking import section_of  # noqa: E402
-from tui_search.core.evaluation import QueryTrace, run_evaluation  # noqa: E402
-from tui_search.core.metrics import ndcg_at_k  # noqa: E402
+from tui_search.eval.harness import QueryTrace, run_evaluation  # noqa: E402
+from tui_search.eval.metrics import ndcg_at_k  # noqa: E402
 
 ROWS = 10
 

@@ -42,15 +42,15 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tui_search.config import load_settings  # noqa: E402
-from tui_search.core.evaluation import (  # noqa: E402
+from tui_search.core.ranking.fusion import FusionParams, refuse  # noqa: E402
+from tui_search.eval.harness import (  # noqa: E402
     NDCG_K,
     RECALL_K,
     QueryTrace,
     judged_units,
     run_evaluation,
 )
-from tui_search.core.metrics import ndcg_at_k  # noqa: E402
-from tui_search.core.ranking import FusionParams, refuse  # noqa: E402
+from tui_search.eval.metrics import ndcg_at_k  # noqa: E402
 
 #: name -> (dataset folder under the shared evaluation folder or the repository, split, index
 #: folder name under --index-root)

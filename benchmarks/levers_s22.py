@@ -53,10 +53,13 @@ import numpy as np
 from fusion_levers import CHOSEN_ON, ROOT, SETS
 
 from tui_search.config import load_settings
-from tui_search.core import chunking, ranking, retrieval, softmatch
-from tui_search.core.evaluation import run_evaluation
-from tui_search.core.lexical import analyzed_spans, text_analyzer
+from tui_search.core import chunking
+from tui_search.core.keyword.index import analyzed_spans, text_analyzer
+from tui_search.core.ranking import fusion as ranking
+from tui_search.core.ranking import retriever as retrieval
+from tui_search.core.ranking import softmatch
 from tui_search.core.store import vector_key
+from tui_search.eval.harness import run_evaluation
 
 Params = dict[str, float]
 

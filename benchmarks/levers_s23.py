@@ -50,7 +50,9 @@ from typing import Any
 import numpy as np
 from levers_s22 import LEVERS, Params, Stats, _after_rank, main, model_mix
 
-from tui_search.core import bm25, chunking, lexical
+from tui_search.core import chunking
+from tui_search.core.keyword import bm25
+from tui_search.core.keyword import index as lexical
 
 LOG2E = math.log2(math.e)
 

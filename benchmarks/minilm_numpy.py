@@ -24,7 +24,9 @@ import numpy as np
 from safetensors.numpy import load_file
 from tokenizers import Tokenizer
 
-from tui_search.core.rerank import _erf  # the product's own (its forward pass is in core.rerank)
+from tui_search.core.ranking.rerank import (
+    _erf,  # the product's own (its forward pass is in core.rerank)
+)
 
 
 def _norm(x: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float = 1e-12) -> np.ndarray:

@@ -34,16 +34,17 @@ import numpy as np  # noqa: E402
 from fusion_levers import CHOSEN_ON, SETS  # noqa: E402
 
 from tui_search.config import load_settings  # noqa: E402
-from tui_search.core import chunking, rerank  # noqa: E402
+from tui_search.core import chunking  # noqa: E402
 from tui_search.core.engine import SearchEngine  # noqa: E402
-from tui_search.core.evaluation import (  # noqa: E402
+from tui_search.core.ranking import rerank  # noqa: E402
+from tui_search.eval.harness import (  # noqa: E402
     NDCG_K,
     RECALL_K,
     QueryTrace,
     judged_units,
     run_evaluation,
 )
-from tui_search.core.metrics import ndcg_at_k  # noqa: E402
+from tui_search.eval.metrics import ndcg_at_k  # noqa: E402
 
 
 class _Recording(SearchEngine):

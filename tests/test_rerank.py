@@ -13,8 +13,8 @@ import pytest
 from tui_search.config import Settings
 from tui_search.core.engine import SearchEngine
 from tui_search.core.errors import ModelError
-from tui_search.core.ranking import Scored
-from tui_search.core.rerank import Reranker, RerankParams, SentenceEncoder
+from tui_search.core.ranking.fusion import Scored
+from tui_search.core.ranking.rerank import Reranker, RerankParams, SentenceEncoder
 from tui_search.core.store import Store
 
 DATA = Path(__file__).parent / "data"

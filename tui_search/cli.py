@@ -283,7 +283,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     from tui_search.config import load_settings
-    from tui_search.core.evaluation import run_evaluation
+    from tui_search.eval.harness import run_evaluation
 
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     settings = load_settings(
@@ -321,7 +321,7 @@ def cmd_graph(args: argparse.Namespace) -> int:
 
 def cmd_mcp(args: argparse.Namespace) -> int:
     try:
-        from tui_search.mcp_server import serve
+        from tui_search.mcp.server import serve
     except ImportError as exc:
         _err(f"the MCP server needs the mcp extra: pip install 'tui-search[mcp]' ({exc})")
         return EXIT_ERROR

@@ -88,7 +88,8 @@ def test_creating_an_index_another_process_is_creating(
     back (Whoosh's EmptyIndexError, seen in CI); we open the other's index."""
     from whoosh.index import EmptyIndexError
 
-    from tui_search.core import lexical, whoosh_files
+    from tui_search.core.keyword import files as whoosh_files
+    from tui_search.core.keyword import index as lexical
 
     real_create = whoosh_files.create_in
     calls = []

@@ -8,7 +8,7 @@ import random
 import pytest
 from whoosh.formats import Frequency, Positions
 
-from tui_search.core.lexical import (
+from tui_search.core.keyword.index import (
     FastFrequency,
     FastPositions,
     IdentifierAnalyzer,

@@ -10,9 +10,9 @@ import pytest
 
 from tests.conftest import SAMPLE_WORKSPACE, FakeEmbedder, chunk_record
 from tui_search.config import Settings
-from tui_search.core.bm25 import flatten_disjunction
 from tui_search.core.engine import SearchEngine
-from tui_search.core.lexical import LexicalParams, plain_query
+from tui_search.core.keyword.bm25 import flatten_disjunction
+from tui_search.core.keyword.index import LexicalParams, plain_query
 
 QUERIES = [
     "how do I restore a backup?",
@@ -119,8 +119,8 @@ def test_matching_keys_uses_cached_segment_keys(tmp_path: Path) -> None:
 def test_postings_decoded_with_numpy_equal_whoosh_matchers(tmp_path: Path) -> None:
     """Long posting lists (many 128-posting blocks, delta-coded ids, weights) read by our
     block decoder give exactly the ids and weights Whoosh's matcher walks."""
-    from tui_search.core.bm25 import FastBM25
-    from tui_search.core.lexical import LexicalIndex
+    from tui_search.core.keyword.bm25 import FastBM25
+    from tui_search.core.keyword.index import LexicalIndex
     from tui_search.core.store import ChunkRecord
 
     def record(i: int) -> ChunkRecord:
@@ -155,7 +155,7 @@ def test_postings_walked_from_two_threads_at_once(tmp_path: Path) -> None:
 
     from whoosh import query as Q
 
-    from tui_search.core.lexical import LexicalIndex
+    from tui_search.core.keyword.index import LexicalIndex
 
     lex = LexicalIndex(tmp_path / "whoosh")
     words = [f"word{k}" for k in range(12)]
@@ -229,8 +229,8 @@ def _synced_with_segments(tmp_path: Path) -> tuple[SearchEngine, Path]:
 def test_stored_postings_equal_whoosh_and_are_what_searches_read(tmp_path: Path) -> None:
     """After a sync every segment's scored fields are kept decoded beside the index; each
     term's stored postings are exactly Whoosh's, and a plain search reads only them."""
-    from tui_search.core.bm25 import FastBM25
-    from tui_search.core.lexical import SCORED_FIELDS
+    from tui_search.core.keyword.bm25 import FastBM25
+    from tui_search.core.keyword.index import SCORED_FIELDS
 
     e, _ = _synced_with_segments(tmp_path)
     lex = e.indexer.lexical
@@ -297,7 +297,7 @@ def test_a_damaged_postings_table_is_read_through_whoosh(tmp_path: Path) -> None
 def test_first_index_saves_the_postings_once(tmp_path: Path) -> None:
     """The first index is written in batches (segments merge meanwhile): the postings are
     decoded once, after the last batch, not after every batch."""
-    from tui_search.core.lexical import LexicalIndex
+    from tui_search.core.keyword.index import LexicalIndex
 
     calls: list[int] = []
     original = LexicalIndex.store_postings
@@ -324,7 +324,7 @@ def test_first_index_saves_the_postings_once(tmp_path: Path) -> None:
 
 
 def test_scored_fields_cover_plain_queries() -> None:
-    from tui_search.core.lexical import SCORED_FIELDS
+    from tui_search.core.keyword.index import SCORED_FIELDS
 
     q = plain_query("restore reconcileOrphanedBlobs LUMEN_DB_URL #ops", LexicalParams())
     assert q is not None
@@ -336,8 +336,8 @@ def test_warm_up_reads_what_a_first_search_reads_once(tmp_path: Path) -> None:
     """After ``warm_up`` (the app and the MCP server call it at an idle moment) the first
     search reads no per-segment table: postings tables, field and file lengths and the chunk
     keys are all in memory, and the page's keys are not read from Whoosh's stored fields."""
-    from tui_search.core.bm25 import FastBM25
-    from tui_search.core.lexical import SCORED_FIELDS
+    from tui_search.core.keyword.bm25 import FastBM25
+    from tui_search.core.keyword.index import SCORED_FIELDS
 
     e, ws = _synced_with_segments(tmp_path)
     e.close()
@@ -370,8 +370,8 @@ def test_a_table_that_cannot_be_read_whole_is_not_saved(tmp_path: Path) -> None:
     """A term's postings that cannot be read while a table is made (its segment merged away
     by another process meanwhile) leave that table unsaved: a partial table would lose
     matches; the field is read through Whoosh instead."""
-    from tui_search.core.bm25 import FastBM25
-    from tui_search.core.lexical import LexicalIndex
+    from tui_search.core.keyword.bm25 import FastBM25
+    from tui_search.core.keyword.index import LexicalIndex
 
     lex = LexicalIndex(tmp_path / "whoosh")
     lex.write([], [chunk_record(f"d{i}", f"s{i}", f"common word{i % 5}") for i in range(40)])
@@ -396,8 +396,8 @@ def test_a_table_that_cannot_be_read_whole_is_not_saved(tmp_path: Path) -> None:
 def test_decoding_tables_steps_aside_while_a_search_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     """Decoding postings tables waits (a bounded while) at each step while a search runs, so
     the search is not slowed by a busy interpreter; otherwise it only yields it."""
-    from tui_search.core import bm25
-    from tui_search.core.bm25 import STEP_ASIDE_MAX, FastBM25
+    from tui_search.core.keyword import bm25
+    from tui_search.core.keyword.bm25 import STEP_ASIDE_MAX, FastBM25
 
     sleeps: list[float] = []
     monkeypatch.setattr(bm25.time, "sleep", sleeps.append)
@@ -469,8 +469,8 @@ def test_a_write_decodes_only_the_segments_it_made(tmp_path: Path) -> None:
 def test_field_postings_in_one_pass_equal_term_by_term(tmp_path: Path) -> None:
     """The one-pass read of a field (terms with their term info) and the term-by-term read
     (any reader without Whoosh's terms reader) give the same terms and postings, in order."""
-    from tui_search.core.bm25 import FastBM25
-    from tui_search.core.lexical import LexicalIndex
+    from tui_search.core.keyword.bm25 import FastBM25
+    from tui_search.core.keyword.index import LexicalIndex
 
     lex = LexicalIndex(tmp_path / "whoosh")
     lex.write(

@@ -11,9 +11,9 @@ import pytest
 from tests.conftest import SAMPLE_WORKSPACE
 from tui_search.cli import main
 from tui_search.config import Settings, load_settings
-from tui_search.core.centering import SAMPLE_SIZE, Centering, even_sample
 from tui_search.core.embedding import Model2VecEmbedder
 from tui_search.core.engine import SearchEngine
+from tui_search.core.ranking.centering import SAMPLE_SIZE, Centering, even_sample
 from tui_search.core.store import vector_key
 
 SAMPLE_EVAL = Path(__file__).resolve().parents[1] / "data" / "sample_eval"

@@ -13,7 +13,9 @@ from tui_search.cli import main
 from tui_search.config import Settings
 from tui_search.core.engine import SearchEngine
 from tui_search.core.errors import DatasetError
-from tui_search.core.evaluation import (
+from tui_search.core.indexer import Progress
+from tui_search.core.ranking.fusion import FusionParams, refuse
+from tui_search.eval.harness import (
     NDCG_K,
     RECALL_K,
     QueryTrace,
@@ -23,9 +25,7 @@ from tui_search.core.evaluation import (
     load_qrels,
     run_evaluation,
 )
-from tui_search.core.indexer import Progress
-from tui_search.core.metrics import ndcg_at_k
-from tui_search.core.ranking import FusionParams, refuse
+from tui_search.eval.metrics import ndcg_at_k
 
 SAMPLE_EVAL = Path(__file__).resolve().parents[1] / "data" / "sample_eval"
 
@@ -362,7 +362,7 @@ def test_two_evaluations_of_one_archive_at_once_take_turns_unpacking_it(
     import tarfile
     import threading
 
-    from tui_search.core.evaluation import unpack_archive
+    from tui_search.eval.harness import unpack_archive
 
     _small_workspace(tmp_path / "src")
     digest = _tar(tmp_path / "src", tmp_path / "corpus.tar.gz")

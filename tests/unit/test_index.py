@@ -315,7 +315,7 @@ def test_bulk_writes_use_the_multiprocess_writer_with_the_same_results(
     monkeypatch: pytest.MonkeyPatch,  # type: ignore[no-untyped-def]
 ) -> None:
     from tests.conftest import SAMPLE_WORKSPACE
-    from tui_search.core import lexical
+    from tui_search.core.keyword import index as lexical
 
     single = SearchEngine(
         Settings(workspace=SAMPLE_WORKSPACE, index_dir=tmp_path / "a"), embedder=fake_embedder

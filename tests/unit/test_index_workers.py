@@ -16,8 +16,9 @@ import pytest
 
 from tests.conftest import SAMPLE_WORKSPACE, FakeEmbedder, chunk_record
 from tui_search.config import Settings
-from tui_search.core import lexical, parse_jobs, processes
+from tui_search.core import parse_jobs, processes
 from tui_search.core.engine import SearchEngine
+from tui_search.core.keyword import index as lexical
 from tui_search.core.parse_jobs import ParseJob, ParseOutcome, run_jobs, run_task, tasks_of
 from tui_search.core.processes import WorkerPool
 from tui_search.core.workspace import FileInfo, Workspace
@@ -238,7 +239,7 @@ def test_workers_start_under_textuals_print_capture(tmp_path: Path) -> None:
             import sys
             from pathlib import Path
             from textual.app import _PrintCapture
-            from tui_search.core import lexical
+            from tui_search.core.keyword import index as lexical
             from tui_search.core.parse_jobs import ParseJob, run_jobs
             from tui_search.core.workspace import Workspace
             from tests.conftest import chunk_record

@@ -7,7 +7,7 @@ import random
 
 import numpy as np
 
-from tui_search.core.retrieval import _split_keyword_head
+from tui_search.core.ranking.retriever import _split_keyword_head
 
 
 def test_head_is_the_best_by_score_then_key() -> None:

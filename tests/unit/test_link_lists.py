@@ -12,7 +12,7 @@ from tui_search.config import Settings
 from tui_search.core.chunking import link_share, parse_document
 from tui_search.core.embedding import Model2VecEmbedder
 from tui_search.core.engine import SearchEngine
-from tui_search.core.ranking import (
+from tui_search.core.ranking.fusion import (
     LINK_LIST_SHARE,
     FusionParams,
     Scored,

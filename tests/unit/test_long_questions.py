@@ -9,7 +9,7 @@ import pytest
 from tests.conftest import rank_sample
 from tui_search.config import Settings, load_settings
 from tui_search.core.embedding import Model2VecEmbedder
-from tui_search.core.ranking import FusionParams, Scored, long_question_share, mix_rankings
+from tui_search.core.ranking.fusion import FusionParams, Scored, long_question_share, mix_rankings
 
 LONG = "what should we do when the pages of the app take too long to load"  # 15 words
 SHORT = "slow pages"

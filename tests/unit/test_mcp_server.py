@@ -29,7 +29,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 from tui_search.cli import main as cli_main  # noqa: E402
 from tui_search.config import Settings  # noqa: E402
 from tui_search.core.engine import SearchEngine  # noqa: E402
-from tui_search.mcp_server import AgentService, build_server  # noqa: E402
+from tui_search.mcp.server import AgentService, build_server  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "sample_workspace"

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from tui_search.core.metrics import mrr_at_k, ndcg_at_k, percentile, recall_at_k
+from tui_search.eval.metrics import mrr_at_k, ndcg_at_k, percentile, recall_at_k
 
 
 def test_ndcg_binary_hand_computed() -> None:

@@ -7,9 +7,15 @@ import math
 import pytest
 
 from tui_search.config import Settings
-from tui_search.core.bm25 import flatten_disjunction
-from tui_search.core.lexical import LexicalParams, plain_query, query_term_weights
-from tui_search.core.ranking import FusionParams, Scored, blend_document, document_of, finalize
+from tui_search.core.keyword.bm25 import flatten_disjunction
+from tui_search.core.keyword.index import LexicalParams, plain_query, query_term_weights
+from tui_search.core.ranking.fusion import (
+    FusionParams,
+    Scored,
+    blend_document,
+    document_of,
+    finalize,
+)
 
 
 def test_repeated_query_words_weigh_one_plus_log_count() -> None:
@@ -138,7 +144,7 @@ def _whoosh_index(path, docs, deleted=()):  # type: ignore[no-untyped-def]
     """A Whoosh index of (key, doc, body) rows, one segment per row batch, then deletions."""
     from whoosh import index as whoosh_index
 
-    from tui_search.core.lexical import make_schema
+    from tui_search.core.keyword.index import make_schema
 
     path.mkdir()
     ix = whoosh_index.create_in(str(path), make_schema())
@@ -161,7 +167,7 @@ def test_whole_file_bm25_is_bm25f_over_each_file_as_one_document(tmp_path) -> No
     from whoosh import query as Q
     from whoosh.scoring import BM25F
 
-    from tui_search.core.bm25 import FastBM25
+    from tui_search.core.keyword.bm25 import FastBM25
 
     chunks = [
         [("a:1#0", "a", "alpha alpha delta"), ("c:1#0", "c", "alpha alpha delta")],

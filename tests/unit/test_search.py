@@ -9,7 +9,7 @@ import pytest
 from tui_search.config import Settings
 from tui_search.core.engine import SearchEngine
 from tui_search.core.errors import QueryError
-from tui_search.core.lexical import analyze, identifiers_in, is_identifier
+from tui_search.core.keyword.index import analyze, identifiers_in, is_identifier
 from tui_search.core.snippets import make_snippet
 
 
@@ -229,7 +229,7 @@ def test_keyword_tail_lists_every_match(
 ) -> None:
     """Past BOOLEAN_FUSED matches, a boolean query's other matches follow as the keyword tail:
     all listed, scored below the fused ones, grouped pages built from them alike."""
-    import tui_search.core.retrieval as retrieval
+    import tui_search.core.ranking.retriever as retrieval
 
     query = "the -postgres"
     full = engine.search(query, limit=10_000)

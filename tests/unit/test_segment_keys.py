@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from tests.conftest import chunk_record
-from tui_search.core.lexical import LexicalIndex
+from tui_search.core.keyword.index import LexicalIndex
 from tui_search.core.store import ChunkRecord, vector_key
 
 

@@ -12,8 +12,8 @@ from tui_search.config import Settings
 from tui_search.core.chunking import section_of
 from tui_search.core.embedding import Model2VecEmbedder, TokenEmbedder
 from tui_search.core.engine import SearchEngine
-from tui_search.core.ranking import FusionParams, fuse
-from tui_search.core.softmatch import (
+from tui_search.core.ranking.fusion import FusionParams, fuse
+from tui_search.core.ranking.softmatch import (
     query_token_weights,
     soft_match_score_sets,
     soft_match_scores,

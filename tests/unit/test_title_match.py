@@ -12,8 +12,13 @@ from tests.conftest import write_files
 from tui_search.config import Settings
 from tui_search.core.embedding import Model2VecEmbedder
 from tui_search.core.engine import SearchEngine
-from tui_search.core.lexical import HEADING_FIELDS, TITLE_FIELD, query_term_weights
-from tui_search.core.ranking import TITLE_MATCH_FLOOR, FusionParams, Scored, apply_title_match
+from tui_search.core.keyword.index import HEADING_FIELDS, TITLE_FIELD, query_term_weights
+from tui_search.core.ranking.fusion import (
+    TITLE_MATCH_FLOOR,
+    FusionParams,
+    Scored,
+    apply_title_match,
+)
 
 PAGES = {
     "governor.md": "# Governor of Texas\n\nThe governor of Texas is the state's chief executive.\n",

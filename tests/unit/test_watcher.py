@@ -488,7 +488,7 @@ def test_cross_process_freshness_with_the_real_model(tmp_path: Path) -> None:
 def expected_cosines(engine: SearchEngine, query: str, weight: float) -> dict[str, float]:
     """Each chunk's cosine mixed with its file's mean chunk vector, from the manifest's own
     vectors (not from the retriever's cache)."""
-    from tui_search.core.centering import SAMPLE_SIZE, Centering
+    from tui_search.core.ranking.centering import SAMPLE_SIZE, Centering
     from tui_search.core.store import vector_key
 
     qvec = engine.embed_query(query)

@@ -13,8 +13,8 @@ from whoosh.filedb.structfile import StructFile
 from whoosh.qparser import QueryParser
 
 from tests.conftest import chunk_record
-from tui_search.core.lexical import LexicalIndex
-from tui_search.core.whoosh_files import MappedFile, MappedFileStorage, open_dir
+from tui_search.core.keyword.files import MappedFile, MappedFileStorage, open_dir
+from tui_search.core.keyword.index import LexicalIndex
 
 
 def test_a_mapped_file_reads_in_place(tmp_path: Path) -> None:

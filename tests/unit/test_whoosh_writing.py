@@ -11,11 +11,12 @@ import pytest
 from whoosh import index as whoosh_index
 from whoosh.fields import ID, TEXT, Schema
 
-from tui_search.core import lexical, whoosh_writing
-from tui_search.core.lexical import LexicalIndex
+from tui_search.core.keyword import index as lexical
+from tui_search.core.keyword import writing as whoosh_writing
+from tui_search.core.keyword.index import LexicalIndex
+from tui_search.core.keyword.writing import merge_bounded
 from tui_search.core.processes import worker_context
 from tui_search.core.store import ChunkRecord
-from tui_search.core.whoosh_writing import merge_bounded
 
 
 def _commit(ix, ids: list[str]) -> None:  # type: ignore[no-untyped-def]
@@ -146,8 +147,8 @@ def test_a_script_without_a_main_guard_can_bulk_write(tmp_path: Path) -> None:
         textwrap.dedent(
             f"""
             from pathlib import Path
-            from tui_search.core import lexical
-            from tui_search.core.lexical import LexicalIndex
+            from tui_search.core.keyword import index as lexical
+            from tui_search.core.keyword.index import LexicalIndex
             from tui_search.core.store import ChunkRecord
 
             lexical.BULK_WRITE = 10

@@ -28,11 +28,12 @@ from tui_search.core.errors import (
 )
 from tui_search.core.index import SearchIndex
 from tui_search.core.indexer import Indexer, Progress, ProgressCallback, SyncReport
-from tui_search.core.lexical import LexicalParams
+from tui_search.core.keyword.index import LexicalParams
 from tui_search.core.plan import Mode, QueryPlan, as_mode
 from tui_search.core.query import applied_operators
-from tui_search.core.ranking import FusionParams, Scored, document_of
-from tui_search.core.rerank import Reranker, RerankParams
+from tui_search.core.ranking.fusion import FusionParams, Scored, document_of
+from tui_search.core.ranking.rerank import Reranker, RerankParams
+from tui_search.core.ranking.retriever import Ranking, Retriever
 from tui_search.core.results import (
     DocumentGroup,
     FusionWeights,
@@ -42,7 +43,6 @@ from tui_search.core.results import (
     IndexStatus,
     SearchResults,
 )
-from tui_search.core.retrieval import Ranking, Retriever
 from tui_search.core.snippets import Highlighter
 from tui_search.core.store import ChunkRecord, FileRecord
 from tui_search.core.textsafe import clean_query_text

@@ -11,7 +11,7 @@ Layout of an index folder::
 behind (the derived parts are rebuilt from the manifest, nothing is re-embedded), checks they
 agree, and keeps the derived views readers need (docnum -> chunk key, the link graph).
 Writes go through :class:`~tui_search.core.indexer.Indexer`; reads through
-:mod:`~tui_search.core.retrieval`.
+:mod:`~tui_search.core.ranking.retriever`.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from tui_search.core.embedding import Embedder
 from tui_search.core.errors import IndexBusyError, IndexError_
-from tui_search.core.lexical import LexicalIndex, LexicalParams
+from tui_search.core.keyword.index import LexicalIndex, LexicalParams
 from tui_search.core.store import SchemaMismatch, Store
 from tui_search.core.vectors import LIST_FILE, VectorIndex, adopt_file
 

@@ -25,7 +25,7 @@ from tui_search.config import Settings
 from tui_search.core.chunking import Chunk, doc_id_for
 from tui_search.core.embedding import Embedder, TokenEmbedder
 from tui_search.core.index import SearchIndex, WriterLock
-from tui_search.core.lexical import LexicalIndex
+from tui_search.core.keyword.index import LexicalIndex
 from tui_search.core.memory import TRIM_AFTER_CHUNKS, release_free_memory
 from tui_search.core.parse_jobs import ParseJob, parse_workers, run_jobs
 from tui_search.core.store import ChunkRecord, FileRecord, Store, vector_key

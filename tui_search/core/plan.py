@@ -1,7 +1,7 @@
 """What a query asks for: the query language's tree and the frozen :class:`QueryPlan`.
 
 A plan is symbolic: it names documents (``like:``, ``related:``, ``scope``) and filters
-(``tag:``, ``path:``...) without looking anything up. :mod:`tui_search.core.retrieval`
+(``tag:``, ``path:``...) without looking anything up. :mod:`tui_search.core.ranking.retriever`
 resolves it against an index. Data flows one way: text -> :mod:`~tui_search.core.query` ->
 plan -> retrieval.
 """
@@ -129,7 +129,7 @@ class QueryPlan:
 
 def plan_plain(text: str) -> QueryPlan:
     """The plan of text without operators: words ranked in both arms, none required."""
-    from tui_search.core.lexical import analyze, identifiers_in  # (whoosh: loaded when used)
+    from tui_search.core.keyword.index import analyze, identifiers_in  # (whoosh: loaded when used)
 
     return QueryPlan(
         text=text,

@@ -40,7 +40,7 @@ from typing import Any, Generic, TypeVar
 #: What the workers' server imports once, so that a worker starts ready: the schema's analyzers
 #: (unpickled with the full-text index's table of contents), Whoosh and the postings decoder;
 #: markdown-it and the chunker. (Names, not imports: this module imports none of them.)
-WORKER_PRELOAD = ["tui_search.core.lexical", "tui_search.core.parse_jobs"]
+WORKER_PRELOAD = ["tui_search.core.keyword.index", "tui_search.core.parse_jobs"]
 #: Tasks per worker handed out beyond those being read back (``WorkerPool.map``).
 AHEAD = 2
 #: How long to wait for a worker's result before checking that the workers are alive.

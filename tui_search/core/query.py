@@ -1,5 +1,5 @@
 """The query language: text -> tokens -> AST -> :class:`QueryPlan` (symbolic: nothing is
-looked up in an index here; :mod:`~tui_search.core.retrieval` resolves the plan).
+looked up in an index here; :mod:`~tui_search.core.ranking.retriever` resolves the plan).
 
 The grammar (operators are case-sensitive; everything else is plain text)::
 
@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from tui_search.core.lexical import analyze, identifiers_in
+from tui_search.core.keyword.index import analyze, identifiers_in
 from tui_search.core.plan import (
     MODES,
     And,

@@ -4,15 +4,27 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Protocol, cast
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from tui_search.core.plan import MODES
 
 if TYPE_CHECKING:
-    from tui_search.ui.app import TuiSearchApp
     from tui_search.ui.screens.search import SearchScreen
+
+
+class PaletteApp(Protocol):
+    """What the palette needs of the app (the app module imports this one)."""
+
+    search_screen: SearchScreen
+    available_themes: dict[str, object]
+    user_theme_names: set[str]
+
+    def action_reindex(self) -> object: ...
+    def action_index_status(self) -> object: ...
+    def action_help(self) -> object: ...
+    def set_theme(self, name: str) -> object: ...
 
 
 def set_mode(screen: SearchScreen, mode: str) -> None:
@@ -23,7 +35,7 @@ class SearchCommands(Provider):
     """The app's own commands, matched fuzzily by the palette."""
 
     def _commands(self) -> list[tuple[str, Callable[[], object], str]]:
-        app = cast("TuiSearchApp", self.app)
+        app = cast(PaletteApp, self.app)
         screen = app.search_screen
         cmds: list[tuple[str, Callable[[], object], str]] = [
             ("Reindex workspace", app.action_reindex, "Bring the index up to date with the files"),

@@ -32,11 +32,11 @@ from tui_search.config import Settings, user_cache_dir
 from tui_search.core.errors import DatasetError, IndexBusyError
 from tui_search.core.index import WriterLock
 from tui_search.core.indexer import Progress
-from tui_search.core.metrics import mrr_at_k, ndcg_at_k, percentile, recall_at_k
 from tui_search.core.plan import MODES, plan_plain
+from tui_search.eval.metrics import mrr_at_k, ndcg_at_k, percentile, recall_at_k
 
 if TYPE_CHECKING:
-    from tui_search.core.ranking import Scored
+    from tui_search.core.ranking.fusion import Scored
 
 #: Bump when the BEIR -> markdown conversion changes (forces the generated workspace to be redone).
 CONVERSION_VERSION = "1"

@@ -41,7 +41,7 @@ from whoosh.codec.whoosh3 import W3LeafMatcher
 from whoosh.matching.wrappers import FilterMatcher
 from whoosh.util.numlists import delta_decode
 
-from tui_search.core.segcache import SegmentCache
+from tui_search.core.keyword.segcache import SegmentCache
 
 try:  # whoosh keeps the length quantisation here
     from whoosh.util.numeric import byte_to_length

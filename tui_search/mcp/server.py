@@ -378,7 +378,7 @@ class AgentService:
         text = compose_query(req.query, req.exact_terms, req.tags, req.path, req.under)
         plan: Any = text
         if req.exact_terms:
-            from tui_search.core.exact import require_terms
+            from tui_search.core.ranking.exact import require_terms
 
             plan = require_terms(self.engine.plan(text), req.exact_terms)
         results = self.engine.search(

@@ -45,10 +45,10 @@ from tui_search.core.errors import ModelError
 from tui_search.core.store import VECTOR_DTYPE
 
 if TYPE_CHECKING:
-    from tui_search.core.ranking import Scored
+    from tui_search.core.ranking.fusion import Scored
     from tui_search.core.store import ChunkRecord, Store
 
-DEFAULT_RERANKER_DIR = Path(__file__).resolve().parent.parent / "models" / "reranker"
+DEFAULT_RERANKER_DIR = Path(__file__).resolve().parent.parent.parent / "models" / "reranker"
 
 
 def _erf(x: np.ndarray) -> np.ndarray:

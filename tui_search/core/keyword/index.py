@@ -47,11 +47,11 @@ from whoosh.searching import Searcher
 from whoosh.system import pack_uint
 
 from tui_search.config import Settings
-from tui_search.core import whoosh_files
-from tui_search.core.bm25 import FastBM25, flatten_disjunction, on_disk, segment_id_of
 from tui_search.core.chunking import section_of
 from tui_search.core.errors import IndexError_
-from tui_search.core.segcache import SegmentCache
+from tui_search.core.keyword import files as whoosh_files
+from tui_search.core.keyword.bm25 import FastBM25, flatten_disjunction, on_disk, segment_id_of
+from tui_search.core.keyword.segcache import SegmentCache
 from tui_search.core.store import ChunkRecord, vector_key
 
 #: Writes of at least this many chunks use Whoosh's multi-process writer.
@@ -756,7 +756,7 @@ class LexicalIndex:
         """Delete every chunk of ``delete_paths`` and the ``delete_keys``, then add or
         replace (by key) the chunks in ``add``; one commit."""
         # (here, not at the top: a search process never imports multiprocessing, ~9 ms)
-        from tui_search.core.whoosh_writing import IsolatedMpWriter, merge_bounded
+        from tui_search.core.keyword.writing import IsolatedMpWriter, merge_bounded
 
         add = list(add)
         if len(add) >= BULK_WRITE and (os.cpu_count() or 1) > 1:

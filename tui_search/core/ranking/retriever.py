@@ -29,12 +29,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 from whoosh import query as Q
 
-from tui_search.core.centering import SAMPLE_SIZE, Centering
 from tui_search.core.embedding import Embedder, TokenEmbedder
 from tui_search.core.errors import ModelError
-from tui_search.core.exact import term_query
 from tui_search.core.index import SearchIndex
-from tui_search.core.lexical import (
+from tui_search.core.keyword.index import (
     HEADING_FIELDS,
     LIKELIHOOD_FIELDS,
     TITLE_FIELD,
@@ -62,7 +60,9 @@ from tui_search.core.plan import (
     Word,
 )
 from tui_search.core.query import QuerySyntaxError, has_text
-from tui_search.core.ranking import (
+from tui_search.core.ranking.centering import SAMPLE_SIZE, Centering
+from tui_search.core.ranking.exact import term_query
+from tui_search.core.ranking.fusion import (
     LINK_LIST_SHARE,
     FusionParams,
     Scored,
@@ -80,12 +80,12 @@ from tui_search.core.ranking import (
     mix_likelihood,
     mix_rankings,
 )
-from tui_search.core.softmatch import query_token_weights, soft_match_score_sets
+from tui_search.core.ranking.softmatch import query_token_weights, soft_match_score_sets
 from tui_search.core.store import vector_key
 
 if TYPE_CHECKING:  # networkx loads only when a query names documents
     from tui_search.core.graph import LinkGraph
-    from tui_search.core.rerank import Reranker, RerankOutcome
+    from tui_search.core.ranking.rerank import Reranker, RerankOutcome
 
 #: A boolean query's matches fused with the semantic side, by keyword score (the rest follow
 #: in keyword order): fusing 20,000 matches of "a NOT b" cost 0.4 s at 69k chunks.

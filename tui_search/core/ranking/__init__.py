@@ -1,0 +1,1 @@
+"""Ranking: a query plan resolved against the index, the arms fused, signals applied, re-ranked."""

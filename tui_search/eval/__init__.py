@@ -1,0 +1,1 @@
+"""The evaluation harness behind ``tui-search eval``: judged datasets, metrics, reports."""

@@ -1,0 +1,1 @@
+"""The agent server: the search core over the Model Context Protocol."""
