@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING
 
 from tui_search.core.embedding import Embedder
 from tui_search.core.errors import IndexBusyError, IndexError_
-from tui_search.core.keyword.index import LexicalIndex, LexicalParams
+from tui_search.core.keyword.index import LexicalIndex
+from tui_search.core.ranking.params import RankingParams
 from tui_search.core.store import SchemaMismatch, Store
 from tui_search.core.vectors import LIST_FILE, VectorIndex, adopt_file
 
@@ -100,7 +101,7 @@ class SearchIndex:
         self,
         index_dir: Path,
         embedder: Embedder,
-        lexical_params: LexicalParams | None = None,
+        params: RankingParams | None = None,
     ) -> None:
         self.index_dir = index_dir
         self.embedder = embedder
@@ -114,7 +115,7 @@ class SearchIndex:
             ) from exc
         self.lock = WriterLock(index_dir / LOCK_FILE)
         self.store = self._open_store()
-        self.lexical = self._open_lexical(lexical_params)
+        self.lexical = self._open_lexical(params)
         self.vectors = self._open_vectors()
         self._vectors_seq = int(self.store.get_meta("vectors_seq") or 0)
         self._refresh_lock = threading.Lock()
@@ -149,7 +150,7 @@ class SearchIndex:
                 self.repaired.append(f"{why}; rebuilding it from the workspace")
                 return Store(path)
 
-    def _open_lexical(self, params: LexicalParams | None) -> LexicalIndex:
+    def _open_lexical(self, params: RankingParams | None) -> LexicalIndex:
         directory = self.index_dir / WHOOSH_DIR
         try:
             return LexicalIndex(directory, params)

@@ -21,12 +21,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tui_search.config import Settings
 from tui_search.core.chunking import Chunk, doc_id_for
 from tui_search.core.embedding import Embedder, TokenEmbedder
 from tui_search.core.index import SearchIndex, WriterLock
 from tui_search.core.keyword.index import LexicalIndex
 from tui_search.core.memory import TRIM_AFTER_CHUNKS, release_free_memory
+from tui_search.core.options import CoreSettings
 from tui_search.core.parse_jobs import ParseJob, parse_workers, run_jobs
 from tui_search.core.store import ChunkRecord, FileRecord, Store, vector_key
 from tui_search.core.vectors import VectorIndex
@@ -104,8 +104,8 @@ class Indexer:
         *,
         max_tokens: int = 512,
         min_overlap: int = 50,
-        max_file_bytes: int = Settings.max_file_bytes,
-        max_sections: int = Settings.max_sections_per_file,
+        max_file_bytes: int = CoreSettings.max_file_bytes,
+        max_sections: int = CoreSettings.max_sections_per_file,
     ) -> None:
         self.workspace = workspace
         self.index = index

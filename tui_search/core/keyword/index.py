@@ -18,7 +18,6 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -46,12 +45,12 @@ from whoosh.scoring import BM25F
 from whoosh.searching import Searcher
 from whoosh.system import pack_uint
 
-from tui_search.config import Settings
 from tui_search.core.chunking import section_of
 from tui_search.core.errors import IndexError_
 from tui_search.core.keyword import files as whoosh_files
 from tui_search.core.keyword.bm25 import FastBM25, flatten_disjunction, on_disk, segment_id_of
 from tui_search.core.keyword.segcache import SegmentCache
+from tui_search.core.ranking.params import RankingParams
 from tui_search.core.store import ChunkRecord, vector_key
 
 #: Writes of at least this many chunks use Whoosh's multi-process writer.
@@ -458,29 +457,6 @@ def folders_of(path: str) -> list[str]:
     return ["/".join(parts[: i + 1]) for i in range(len(parts))] or [""]
 
 
-@dataclass(frozen=True)
-class LexicalParams:
-    """Field weights and BM25F parameters (tuned on the SciFact train split, see
-    docs/evaluation.md). A document's title is also the first entry of every heading path, so
-    title text scores in both fields: 0.25 + 0.25 keeps titles from drowning the body
-    (1.5 + 1.5 cost 0.09 nDCG@10 on SciFact)."""
-
-    title_boost: float = Settings.title_boost
-    heading_boost: float = Settings.heading_boost
-    tags_boost: float = 1.0
-    ident_boost: float = 1.0
-    k1: float = 1.2
-    b: float = 0.75
-    #: Count repeated query words (``query_term_weights``); off = each word once.
-    query_term_frequency: bool = Settings.query_term_frequency
-    #: Queries of at least this many words leave English function words out (0 = never).
-    long_query_words: int = Settings.long_query_words
-    #: Leave ``QUESTION_WORDS`` out of every query (``query_term_weights``).
-    drop_question_words: bool = Settings.drop_question_words
-    #: Share of a chunk's keyword score taken from its whole file's BM25F (``FastBM25``).
-    file_weight: float = Settings.file_weight
-
-
 def analyze(text: str) -> list[str]:
     """The query terms a plain text produces (deduplicated, in order)."""
     analyzer = text_analyzer()
@@ -565,7 +541,7 @@ def phrase_terms(text: str) -> list[str]:
     return [t.text for t in text_analyzer()(text, positions=True, mode="index")]
 
 
-def plain_query(text: str, params: LexicalParams) -> Q.Query | None:
+def plain_query(text: str, params: RankingParams) -> Q.Query | None:
     """Words ranked, not all required; identifier-like words also match exactly."""
     clauses: list[Q.Query] = []
     for term, weight in query_term_weights(
@@ -601,7 +577,7 @@ TITLE_FIELD = "title"
 LIKELIHOOD_FIELDS = (TITLE_FIELD, "body")
 
 
-def term_clause(term: str, params: LexicalParams, weight: float = 1.0) -> Q.Query:
+def term_clause(term: str, params: RankingParams, weight: float = 1.0) -> Q.Query:
     return Q.Or(
         [
             Q.Term("body", term, boost=weight),
@@ -621,9 +597,9 @@ def _segment_ids(s: Searcher) -> tuple[str, ...]:
 class LexicalIndex:
     """One Whoosh index in ``directory``. Writes go through the single indexer."""
 
-    def __init__(self, directory: Path, params: LexicalParams | None = None) -> None:
+    def __init__(self, directory: Path, params: RankingParams | None = None) -> None:
         self.directory = directory
-        self.params = params or LexicalParams()
+        self.params = params or RankingParams()
         self._lock = threading.Lock()
         self._searcher: Searcher | None = None
         # A searcher replaced by a newer one stays open while a snapshot (a search running in
@@ -684,7 +660,7 @@ class LexicalIndex:
                 time.sleep(0.05)
 
     @classmethod
-    def recreate(cls, directory: Path, params: LexicalParams | None = None) -> LexicalIndex:
+    def recreate(cls, directory: Path, params: RankingParams | None = None) -> LexicalIndex:
         shutil.rmtree(directory, ignore_errors=True)
         return cls(directory, params)
 
