@@ -216,7 +216,7 @@ def test_postings_decoded_by_workers_are_those_decoded_here(
     assert again.store_postings() == len(by_workers) // 4  # four files a table
     assert {f.name: f.read_bytes() for f in tables.glob("*postings-*")} == by_workers
     # and searches read them: the same scores as Whoosh's own searcher
-    query = lexical.plain_query("restore getUserById", lexical.LexicalParams())
+    query = lexical.plain_query("restore getUserById", lexical.RankingParams())
     assert query is not None
     ours = {k: round(v, 9) for k, v in again.search(query, None)}
     theirs = {
