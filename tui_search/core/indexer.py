@@ -301,6 +301,7 @@ class Indexer:
         files moved elsewhere until then)."""
         parsed: list[tuple[FileRecord, list[Chunk]]] = []
         touched: list[FileRecord] = []
+        batch_docs: dict[str, str] = {}  # document id -> the path of the batch that has it
         batch_chunks = batch_chars = 0
         force_left = set(force or ())
         total = len(to_check)
@@ -327,6 +328,7 @@ class Indexer:
                 if batch_chunks >= INDEX_BATCH_CHUNKS or batch_chars >= INDEX_BATCH_CHARS:
                     self._write(parsed, [], touched, report, emit, force_left, last=False)
                     parsed, touched = [], []
+                    batch_docs = {}
                     batch_chunks = batch_chars = 0
                 if i % 50 == 0:
                     emit(Progress("parse", i, total, info.rel_path))
@@ -350,6 +352,11 @@ class Indexer:
                     warnings.insert(0, outcome.cut_note)
                 if outcome.encoding != "utf-8":
                     warnings.append(f"not valid UTF-8; decoded as {outcome.encoding}")
+                clash = self._id_clash(parsed_doc.chunks, info.rel_path, batch_docs, removed)
+                if clash is not None:
+                    skipped.append(Skipped(info.rel_path, clash))
+                    continue
+                batch_docs[outcome.job.doc] = info.rel_path
                 for w in warnings:
                     skipped.append(Skipped(info.rel_path, f"indexed with a warning: {w}"))
                 record = FileRecord(
@@ -371,6 +378,31 @@ class Indexer:
                 batch_chars += outcome.text_chars
         emit(Progress("parse", total, total))
         self._write(parsed, removed, touched, report, emit, force_left, last=True)
+
+    def _id_clash(
+        self, chunks: list[Chunk], path: str, batch_docs: dict[str, str], removed: list[str]
+    ) -> str | None:
+        """Why a parsed file cannot be written (its ids are not its own), else None: two of
+        its chunks share a key, or another file holds its document id (in this batch, or in
+        the index and not being removed). A writer given a key twice would stop the whole
+        index; this file alone is skipped, the rest lands."""
+        seen: set[str] = set()
+        for c in chunks:
+            if c.key in seen:
+                return f"not indexed: the section id {c.section_id} occurs twice in the file"
+            seen.add(c.key)
+        if not chunks:
+            return None
+        doc = chunks[0].doc
+        other = batch_docs.get(doc)
+        if other is None:
+            rec = self.store.file_by_doc(doc)
+            # (the membership test only on a clash: ``removed`` may be long)
+            if rec is not None and rec.path != path and rec.path not in removed:
+                other = rec.path
+        if other is not None and other != path:
+            return f"not indexed: its document id {doc} is already that of {other}"
+        return None
 
     def _write(
         self,

@@ -21,9 +21,10 @@ import numpy as np
 
 from tui_search.core.chunking import Chunk, Link
 
-SCHEMA_VERSION = "7"  # 4: vectors stored as float16; 5: token ids for soft matching;
+SCHEMA_VERSION = "8"  # 4: vectors stored as float16; 5: token ids for soft matching;
 # 6: heading HTML stripped from titles and slugs (section ids change), explicit anchors;
-# 7: each chunk's link share (link-list sections ranked down)
+# 7: each chunk's link share (link-list sections ranked down); 8: repeated headings slugged
+# as GitHub does (section ids change)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

@@ -1,0 +1,65 @@
+"""The write path on real trees: ids a writer would refuse, odd file names, replacements that
+keep size and mtime, error paths. Each file that cannot be written is skipped with a reason;
+the rest lands."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from tui_search.config import Settings
+from tui_search.core.engine import SearchEngine
+from tui_search.core.vectors import VectorIndex
+
+
+def engine_for(ws: Path, index_dir: Path, embedder) -> SearchEngine:  # type: ignore[no-untyped-def]
+    return SearchEngine(Settings(workspace=ws, index_dir=index_dir), embedder=embedder)
+
+
+def test_repeated_headings_index_under_distinct_ids(tmp_path: Path, fake_embedder) -> None:  # type: ignore[no-untyped-def]
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "conditions.md").write_text(
+        "# Conditions\n\n## Example\n\nalpha\n\n## Example\n\nbravo\n\n## Example 1\n\ncharlie\n"
+    )
+    e = engine_for(ws, tmp_path / "idx", fake_embedder)
+    r = e.sync()
+    assert r.chunks == 4 and not r.skipped
+    ids = {h.section_id for w in ("alpha", "bravo", "charlie") for h in e.search(w).hits[:1]}
+    assert ids == {"conditions:example", "conditions:example-1", "conditions:example-1-1"}
+    e.close()
+
+
+def test_a_file_whose_ids_are_taken_is_skipped_and_the_rest_lands(
+    tmp_path: Path, fake_embedder
+) -> None:  # type: ignore[no-untyped-def]
+    """``a.MD`` and ``a.Md`` both read as document ``a`` (no ``a.md`` beside them): the one
+    written second is skipped with a reason, the other files are searchable."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.MD").write_text("# Same\n\nfirst copy words\n")
+    (ws / "a.Md").write_text("# Same\n\nsecond copy words\n")
+    (ws / "b.md").write_text("# Bee\n\nhoneycomb\n")
+    e = engine_for(ws, tmp_path / "idx", fake_embedder)
+    r = e.sync()
+    reasons = {s.path: s.reason for s in r.skipped}
+    assert len(reasons) == 1
+    [(path, reason)] = reasons.items()
+    assert path in ("a.MD", "a.Md") and "document id a" in reason
+    assert r.documents == 2
+    assert e.search("honeycomb", mode="keyword").hits[0].section_id == "b:bee"
+    assert e.search("copy", mode="keyword").hits[0].file_path != path
+    # the next sync keeps both the reason and the index as they are
+    r2 = e.sync()
+    assert r2.documents == 2 and {s.path for s in r2.skipped} == {path}
+    e.close()
+
+
+def test_a_key_given_twice_to_the_vector_index_keeps_its_last_vector(tmp_path: Path) -> None:
+    vi = VectorIndex(tmp_path / "v", 4)
+    keys = np.array([7, 8, 7], dtype=np.uint64)
+    vecs = np.eye(4, dtype=np.float32)[:3]
+    vi.upsert(keys, vecs)
+    assert len(vi) == 2
+    assert vi.search(np.eye(4, dtype=np.float32)[2], 1)[0][0] == 7
