@@ -4,10 +4,13 @@ the rest lands."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
+import pytest
 
+from tui_search.cli import main
 from tui_search.config import Settings
 from tui_search.core.engine import SearchEngine
 from tui_search.core.vectors import VectorIndex
@@ -63,3 +66,39 @@ def test_a_key_given_twice_to_the_vector_index_keeps_its_last_vector(tmp_path: P
     vi.upsert(keys, vecs)
     assert len(vi) == 2
     assert vi.search(np.eye(4, dtype=np.float32)[2], 1)[0][0] == 7
+
+
+def _write_bytes_name(folder: Path, name: bytes, text: str) -> None:
+    with open(os.fsencode(folder) + b"/" + name, "wb") as fh:
+        fh.write(text.encode())
+
+
+def test_a_name_that_is_not_utf8_is_skipped_with_a_reason(
+    tmp_path: Path, fake_embedder, capsys: pytest.CaptureFixture[str]
+) -> None:  # type: ignore[no-untyped-def]
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    _write_bytes_name(ws, b"caf\xe9.md", "# Cafe\n\nlatte\n")
+    os.mkdir(os.fsencode(ws) + b"/dossier-\xff")
+    _write_bytes_name(ws / os.fsdecode(b"dossier-\xff"), b"inner.md", "# Inner\n\nespresso\n")
+    (ws / "ok.md").write_text("# Ok\n\nfine words\n")
+    e = engine_for(ws, tmp_path / "idx", fake_embedder)
+    r = e.sync()
+    assert r.documents == 1
+    assert {s.path for s in r.skipped} == {"caf\\xe9.md", "dossier-\\xff"}
+    assert {p for p, _ in e.stats().skipped} == {"caf\\xe9.md", "dossier-\\xff"}
+    assert "not valid UTF-8" in dict(e.stats().skipped)["caf\\xe9.md"]
+    # the watcher's path: a change to that file is skipped too, and the rest still lands
+    (ws / "ok.md").write_text("# Ok\n\nfine words, more\n")
+    bad = os.fsdecode(b"caf\xe9.md")
+    r = e.apply_paths([bad, "ok.md", os.fsdecode(b"dossier-\xff/inner.md")])
+    assert {s.path for s in r.skipped} == {"caf\\xe9.md", "dossier-\\xff/inner.md"}
+    assert "more" in e.search("fine", mode="keyword").hits[0].content
+    e.close()
+    # the command line: index and search both work and say what was skipped
+    idx = str(tmp_path / "cli-idx")
+    assert main(["index", "--workspace", str(ws), "--index-dir", idx]) == 0
+    out, err = capsys.readouterr()
+    assert "caf\\xe9.md" in out + err
+    assert main(["search", "fine", "--workspace", str(ws), "--index-dir", idx]) == 0
+    assert "ok.md" in capsys.readouterr().out

@@ -30,7 +30,14 @@ from tui_search.core.memory import TRIM_AFTER_CHUNKS, release_free_memory
 from tui_search.core.parse_jobs import ParseJob, parse_workers, run_jobs
 from tui_search.core.store import ChunkRecord, FileRecord, Store, vector_key
 from tui_search.core.vectors import VectorIndex
-from tui_search.core.workspace import FileInfo, Skipped, Workspace
+from tui_search.core.workspace import (
+    NOT_UTF8_NAME,
+    FileInfo,
+    Skipped,
+    Workspace,
+    display_name,
+    valid_name,
+)
 
 ProgressCallback = Callable[["Progress"], None]
 EMBED_BATCH = 2048
@@ -216,11 +223,16 @@ class Indexer:
         with self.lock.hold():
             self._refresh_from_disk()
             before = self.lexical.segment_ids()
-            wanted = list(dict.fromkeys(paths))
+            skipped: list[Skipped] = []
+            wanted = []
+            for rel in dict.fromkeys(paths):
+                if valid_name(rel):
+                    wanted.append(rel)
+                elif self.workspace.wants(rel):  # never stored: the index holds names as text
+                    skipped.append(Skipped(display_name(rel), NOT_UTF8_NAME))
             known = self.store.files_for(wanted)
             to_check: list[FileInfo] = []
             removed: list[str] = []
-            skipped: list[Skipped] = []
             for rel in wanted:
                 found = self.workspace.lookup(rel) if self.workspace.wants(rel) else None
                 if isinstance(found, Skipped):

@@ -156,6 +156,29 @@ def is_markdown(name: str) -> bool:
     return name.lower().endswith(MARKDOWN_SUFFIXES)
 
 
+#: Why a file whose name is not UTF-8 is skipped (the index stores names as text).
+NOT_UTF8_NAME = "the name is not valid UTF-8: not indexed (a UTF-8 name is)"
+
+
+def valid_name(name: str) -> bool:
+    """Is ``name`` (as the OS gave it, undecodable bytes as surrogates) valid UTF-8?"""
+    if name.isascii():
+        return True
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def display_name(name: str) -> str:
+    """A name that is not UTF-8 as text that can be stored and shown: each byte that does
+    not decode becomes ``\\xNN`` (``caf\\xe9.md``)."""
+    if valid_name(name):
+        return name
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 class Workspace:
     def __init__(self, root: Path, *, extra_ignored: tuple[Path, ...] = ()) -> None:
         root = root.expanduser()
@@ -202,6 +225,10 @@ class Workspace:
                 rel = f"{rel_dir}/{d}" if rel_dir else d
                 if self.rules.is_ignored(rel, is_dir=True):
                     continue
+                if not valid_name(d):
+                    if skipped is not None:
+                        skipped.append(Skipped(display_name(rel), "folder: " + NOT_UTF8_NAME))
+                    continue
                 if (current / d).is_symlink():
                     # inside: its files are indexed where they really are; outside: never
                     if not self.inside(current / d) and skipped is not None:
@@ -212,6 +239,10 @@ class Workspace:
             for name in sorted(filenames):
                 rel = f"{rel_dir}/{name}" if rel_dir else name
                 if not is_markdown(name) or self.rules.is_ignored(rel, is_dir=False):
+                    continue
+                if not valid_name(name):
+                    if skipped is not None:
+                        skipped.append(Skipped(display_name(rel), NOT_UTF8_NAME))
                     continue
                 path = os.path.join(dirpath, name)
                 try:
@@ -237,7 +268,10 @@ class Workspace:
         return found if isinstance(found, FileInfo) else None
 
     def lookup(self, rel_path: str) -> FileInfo | Skipped | None:
-        """Like :meth:`stat`, but a FIFO, socket or device comes back as a :class:`Skipped`."""
+        """Like :meth:`stat`, but a FIFO, socket or device, or a name that is not UTF-8,
+        comes back as a :class:`Skipped`."""
+        if not valid_name(rel_path):
+            return Skipped(display_name(rel_path), NOT_UTF8_NAME)
         p = self.root / rel_path
         try:
             if p.is_symlink() and not self.inside(p):
