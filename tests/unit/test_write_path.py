@@ -5,6 +5,7 @@ the rest lands."""
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -102,3 +103,36 @@ def test_a_name_that_is_not_utf8_is_skipped_with_a_reason(
     assert "caf\\xe9.md" in out + err
     assert main(["search", "fine", "--workspace", str(ws), "--index-dir", idx]) == 0
     assert "ok.md" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("how", ["cp -p", "mv", "watcher cp -p", "watcher mv"])
+def test_a_replacement_with_the_same_size_and_mtime_is_indexed(
+    tmp_path: Path, fake_embedder, how: str
+) -> None:  # type: ignore[no-untyped-def]
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    note = ws / "note.md"
+    note.write_text("# Note\n\nalpha words\n")
+    (ws / "other.md").write_text("# Other\n\nunrelated\n")
+    e = engine_for(ws, tmp_path / "idx", fake_embedder)
+    e.sync()
+    before = note.stat()
+    new = tmp_path / "new.md"
+    new.write_text("# Note\n\nbravo words\n")  # the same size
+    os.utime(new, ns=(before.st_atime_ns, before.st_mtime_ns))
+    if how.endswith("cp -p"):
+        shutil.copy2(new, note)  # in place: the same inode, a new ctime
+    else:
+        os.replace(new, note)  # another inode
+    after = note.stat()
+    assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    r = e.apply_paths(["note.md"]) if how.startswith("watcher") else e.sync()
+    assert r.changed_files == ["note.md"]
+    assert e.search("bravo", mode="keyword").hits[0].section_id == "note:note"
+    assert not e.search("alpha", mode="keyword").hits
+    # a file touched but not changed is hashed, not parsed or embedded again
+    os.utime(note, ns=(after.st_atime_ns, after.st_mtime_ns))
+    r = e.sync()
+    assert r.embedded == 0 and not r.changed_files
+    assert e.sync().changed_files == []
+    e.close()

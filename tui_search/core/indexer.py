@@ -13,6 +13,7 @@ rebuilt from it (vectors come from the manifest, nothing is re-embedded).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import time
 from collections.abc import Callable, Iterable
@@ -180,11 +181,7 @@ class Indexer:
             skipped: list[Skipped] = []
             discovered = {f.rel_path: f for f in self.workspace.discover(skipped)}
             stamps = self.store.file_stamps()
-            to_check = [
-                f
-                for p, f in discovered.items()
-                if p in dirty or stamps.get(p) != (f.size, f.mtime_ns)
-            ]
+            to_check = [f for p, f in discovered.items() if p in dirty or stamps.get(p) != f.stamp]
             removed = [p for p in stamps if p not in discovered]
             # the whole records only when something is to be read again
             known = self.store.files() if to_check else {}
@@ -249,7 +246,7 @@ class Indexer:
                             removed.append(k)
                     continue
                 old = known.get(rel)
-                if old is None or old.size != info.size or old.mtime_ns != info.mtime_ns:
+                if old is None or old.stamp != info.stamp:
                     to_check.append(info)
 
             def exists(p: str) -> bool:
@@ -356,7 +353,13 @@ class Indexer:
                 if parsed_doc is None:  # the same bytes as indexed: only size and mtime are new
                     assert old is not None
                     touched.append(
-                        FileRecord(**{**old.__dict__, "size": info.size, "mtime_ns": info.mtime_ns})
+                        dataclasses.replace(
+                            old,
+                            size=info.size,
+                            mtime_ns=info.mtime_ns,
+                            ino=info.ino,
+                            ctime_ns=info.ctime_ns,
+                        )
                     )
                     continue
                 warnings = list(parsed_doc.warnings)
@@ -376,6 +379,8 @@ class Indexer:
                     doc=outcome.job.doc,
                     size=info.size,
                     mtime_ns=info.mtime_ns,
+                    ino=info.ino,
+                    ctime_ns=info.ctime_ns,
                     hash=outcome.raw_hash,
                     title=parsed_doc.title,
                     tags=parsed_doc.tags,
@@ -433,7 +438,7 @@ class Indexer:
 
         if touched and not parsed and not removed:
             with self.store.transaction() as conn:
-                self.store.touch_files(conn, [(r.path, r.size, r.mtime_ns) for r in touched])
+                self.store.touch_files(conn, touched)
         if not parsed and not removed and not self._missing_vectors():
             return
 
@@ -521,7 +526,7 @@ class Indexer:
                 self.store.remove_file(conn, path)
             for rec, chunks in parsed:
                 self.store.apply_file(conn, rec, chunks, new_vectors)
-            self.store.touch_files(conn, [(r.path, r.size, r.mtime_ns) for r in touched])
+            self.store.touch_files(conn, touched)
             self.store.set_vectors(
                 conn, [(r.key, v) for r, v in zip(missing, missing_vectors, strict=True)]
             )

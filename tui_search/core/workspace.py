@@ -21,6 +21,15 @@ class FileInfo:
     abs_path: str | Path  # a str from discovery (no Path built per file)
     size: int
     mtime_ns: int
+    ino: int = 0
+    ctime_ns: int = 0
+
+    @property
+    def stamp(self) -> tuple[int, int, int, int]:
+        """Size, mtime, inode and ctime: a replacement that keeps the size and mtime (``cp -p``,
+        ``rsync -a``, ``mv``) has another inode or ctime (its bytes are then hashed: a file
+        touched but not changed is not parsed again)."""
+        return (self.size, self.mtime_ns, self.ino, self.ctime_ns)
 
 
 @dataclass(frozen=True)
@@ -260,7 +269,7 @@ class Workspace:
                     if skipped is not None:
                         skipped.append(Skipped(rel, not_regular_reason(kind)))
                     continue
-                yield FileInfo(rel, path, st.st_size, st.st_mtime_ns)
+                yield FileInfo(rel, path, st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
 
     def stat(self, rel_path: str) -> FileInfo | None:
         """The regular file at ``rel_path``, or None (gone, outside, or not a regular file)."""
@@ -284,7 +293,7 @@ class Workspace:
             return None
         if kind is not None:
             return Skipped(rel_path, not_regular_reason(kind))
-        return FileInfo(rel_path, p, st.st_size, st.st_mtime_ns)
+        return FileInfo(rel_path, p, st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
 
 
 def decode_bytes(data: bytes) -> tuple[str, str]:
