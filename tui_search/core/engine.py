@@ -211,7 +211,7 @@ class SearchEngine:
 
     def status(self) -> IndexStatus:
         """Everything the status screen shows about the index (reads the disk: a worker's job)."""
-        from tui_search.core.workspace import IGNORE_FILES
+        from tui_search.core.workspace import IGNORE_FILES, valid_name
 
         store = self.index.store
         docs, chunks = store.counts()
@@ -237,7 +237,8 @@ class SearchEngine:
             dirs[:] = sorted(
                 d
                 for d in dirs
-                if not self.workspace.rules.is_ignored(f"{rel_dir}/{d}".lstrip("/"), is_dir=True)
+                if valid_name(d)  # (what discovery skips: no name here that is not text)
+                and not self.workspace.rules.is_ignored(f"{rel_dir}/{d}".lstrip("/"), is_dir=True)
             )
             for name in IGNORE_FILES:
                 if name in names:

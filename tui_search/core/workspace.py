@@ -21,6 +21,15 @@ class FileInfo:
     abs_path: str | Path  # a str from discovery (no Path built per file)
     size: int
     mtime_ns: int
+    ino: int = 0
+    ctime_ns: int = 0
+
+    @property
+    def stamp(self) -> tuple[int, int, int, int]:
+        """Size, mtime, inode and ctime: a replacement that keeps the size and mtime (``cp -p``,
+        ``rsync -a``, ``mv``) has another inode or ctime (its bytes are then hashed: a file
+        touched but not changed is not parsed again)."""
+        return (self.size, self.mtime_ns, self.ino, self.ctime_ns)
 
 
 @dataclass(frozen=True)
@@ -156,6 +165,29 @@ def is_markdown(name: str) -> bool:
     return name.lower().endswith(MARKDOWN_SUFFIXES)
 
 
+#: Why a file whose name is not UTF-8 is skipped (the index stores names as text).
+NOT_UTF8_NAME = "the name is not valid UTF-8: not indexed (a UTF-8 name is)"
+
+
+def valid_name(name: str) -> bool:
+    """Is ``name`` (as the OS gave it, undecodable bytes as surrogates) valid UTF-8?"""
+    if name.isascii():
+        return True
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def display_name(name: str) -> str:
+    """A name that is not UTF-8 as text that can be stored and shown: each byte that does
+    not decode becomes ``\\xNN`` (``caf\\xe9.md``)."""
+    if valid_name(name):
+        return name
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 class Workspace:
     def __init__(self, root: Path, *, extra_ignored: tuple[Path, ...] = ()) -> None:
         root = root.expanduser()
@@ -202,6 +234,10 @@ class Workspace:
                 rel = f"{rel_dir}/{d}" if rel_dir else d
                 if self.rules.is_ignored(rel, is_dir=True):
                     continue
+                if not valid_name(d):
+                    if skipped is not None:
+                        skipped.append(Skipped(display_name(rel), "folder: " + NOT_UTF8_NAME))
+                    continue
                 if (current / d).is_symlink():
                     # inside: its files are indexed where they really are; outside: never
                     if not self.inside(current / d) and skipped is not None:
@@ -212,6 +248,10 @@ class Workspace:
             for name in sorted(filenames):
                 rel = f"{rel_dir}/{name}" if rel_dir else name
                 if not is_markdown(name) or self.rules.is_ignored(rel, is_dir=False):
+                    continue
+                if not valid_name(name):
+                    if skipped is not None:
+                        skipped.append(Skipped(display_name(rel), NOT_UTF8_NAME))
                     continue
                 path = os.path.join(dirpath, name)
                 try:
@@ -229,7 +269,7 @@ class Workspace:
                     if skipped is not None:
                         skipped.append(Skipped(rel, not_regular_reason(kind)))
                     continue
-                yield FileInfo(rel, path, st.st_size, st.st_mtime_ns)
+                yield FileInfo(rel, path, st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
 
     def stat(self, rel_path: str) -> FileInfo | None:
         """The regular file at ``rel_path``, or None (gone, outside, or not a regular file)."""
@@ -237,7 +277,10 @@ class Workspace:
         return found if isinstance(found, FileInfo) else None
 
     def lookup(self, rel_path: str) -> FileInfo | Skipped | None:
-        """Like :meth:`stat`, but a FIFO, socket or device comes back as a :class:`Skipped`."""
+        """Like :meth:`stat`, but a FIFO, socket or device, or a name that is not UTF-8,
+        comes back as a :class:`Skipped`."""
+        if not valid_name(rel_path):
+            return Skipped(display_name(rel_path), NOT_UTF8_NAME)
         p = self.root / rel_path
         try:
             if p.is_symlink() and not self.inside(p):
@@ -250,7 +293,7 @@ class Workspace:
             return None
         if kind is not None:
             return Skipped(rel_path, not_regular_reason(kind))
-        return FileInfo(rel_path, p, st.st_size, st.st_mtime_ns)
+        return FileInfo(rel_path, p, st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
 
 
 def decode_bytes(data: bytes) -> tuple[str, str]:
