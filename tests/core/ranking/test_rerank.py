@@ -18,7 +18,7 @@ from tui_search.core.ranking.params import RankingParams
 from tui_search.core.ranking.rerank import Reranker, SentenceEncoder
 from tui_search.core.store import Store
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[2] / "data"
 QUESTION = "pages take too long to load"
 
 DOCS = {
