@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import ROOT
 from tui_search.config import Settings, load_settings, save_config_values, user_config_dir
 from tui_search.core.errors import ConfigError
 from tui_search.core.options import CoreSettings
@@ -108,7 +109,7 @@ def test_settings_are_the_cores_settings_and_the_apps() -> None:
 
 
 def test_every_ranking_knob_has_a_meaning_and_a_documented_anchor() -> None:
-    doc = (Path(__file__).parents[2] / DOC).read_text(encoding="utf-8")
+    doc = (ROOT / DOC).read_text(encoding="utf-8")
     # the anchors GitHub gives the headings: lower case, punctuation out, spaces as hyphens
     anchors = {
         re.sub(r"[^\w\- ]", "", line.lstrip("#").strip().lower()).replace(" ", "-")
