@@ -166,11 +166,11 @@ def test_the_direction_follows_the_index(tmp_path: Path, model: Model2VecEmbedde
     settings = Settings(workspace=ws, index_dir=tmp_path / "idx")
     with SearchEngine(settings, embedder=model) as engine:
         engine.sync()
-        first = engine.retriever.centering()
-        assert first is not None and engine.retriever.centering() is first
+        first = engine.retriever.semantic.centering()
+        assert first is not None and engine.retriever.semantic.centering() is first
         (ws / "tax.md").write_text("# Taxes\n\nFile the quarterly VAT return.\n", "utf-8")
         engine.sync()
-        second = engine.retriever.centering()
+        second = engine.retriever.semantic.centering()
         assert second is not None and second is not first
         want = Centering.from_vectors(engine.index.vectors.sample(SAMPLE_SIZE))
         assert want is not None

@@ -99,7 +99,6 @@ PLAIN = Rules()
 class Steps:
     """The steps one query's ranking takes, each with the value it runs with (0 = not taken)."""
 
-    mode: Mode
     policy: ModePolicy
     params: RankingParams
     #: Share of the semantic side given to the soft match (0 = the cosine alone).
@@ -141,7 +140,6 @@ class Steps:
             )
             passes = (PLAIN, long_rules) if long_share < 1 else (long_rules,)
         return cls(
-            mode=mode,
             policy=policy,
             params=params,
             soft_share=soft,
@@ -152,9 +150,9 @@ class Steps:
             listing=plan.listing,
         )
 
-    def describe(self, reranked: bool = False) -> str:
+    def describe(self, reranked_with: RankingParams | None = None) -> str:
         """The steps in words (the explanation's rules): the fusion, then each step taken.
-        ``reranked``: the re-ranker re-read the head."""
+        ``reranked_with``: the re-ranker re-read the head, with these knobs."""
         if self.listing:
             return "fixed"
         p = self.params
@@ -191,9 +189,9 @@ class Steps:
                 f"{self.long_share:.0%} of the score from semantic mode's rules (a long "
                 f"question: cosines {rules.centering:g} centred{likelihood})"
             )
-        if reranked:
+        if reranked_with is not None:
             said.append(
-                f"the best {p.rerank_depth} re-read by a sentence encoder "
-                f"({p.rerank_weight:g} of their score from its cosine)"
+                f"the best {reranked_with.rerank_depth} re-read by a sentence encoder "
+                f"({reranked_with.rerank_weight:g} of their score from its cosine)"
             )
         return ", ".join(said)

@@ -512,7 +512,8 @@ class Retriever:
                 outcome = self.reranker.apply(question, ranked)
             except ModelError as exc:  # the static order stands; the search says why
                 c.warnings.append(f"the re-ranker is unavailable: {exc}")
-        name = steps.describe(reranked=outcome is not None and outcome.applied)
+        reranker = self.reranker if outcome is not None and outcome.applied else None
+        name = steps.describe(reranker.params if reranker is not None else None)
         rest = None
         if arms.tail is not None:
             rest = _keyword_tail(arms.tail, ranked, snap, params.one_result_per_section)
