@@ -17,21 +17,30 @@ from tui_search.core.ranking.params import RankingParams
 
 @dataclass(slots=True)
 class Scored:
+    """One candidate's score and every figure that made it: the one record of a score."""
+
+    #: The chunk key ``<doc>:<section-slug>#<n>``.
     key: str
+    #: The score so far (0-1 once ``finalize`` has run): the result's relevance at the end.
     score: float = 0.0
+    #: Each arm's raw score (BM25F; cosine), its rank in the arm (None: not found by that
+    #: arm) and its score min-max normalised over the candidates.
     keyword: float = 0.0
     keyword_norm: float = 0.0
     keyword_rank: int | None = None
     semantic: float = 0.0
     semantic_norm: float = 0.0
     semantic_rank: int | None = None
+    #: The soft term match, raw and normalised (``core.ranking.softmatch``).
     soft: float = 0.0
     soft_norm: float = 0.0
+    #: What the exact-identifier boost multiplied the score by (``apply_exact_boost``).
     boost: float = 1.0
     #: The best score among the candidates of the same document (``blend_document``).
     document: float = 0.0
+    #: The query's identifiers the candidate holds (``apply_exact_boost``).
     matched_identifiers: tuple[str, ...] = ()
-    #: The re-ranker's cosine between the question and the section (``core.rerank``; None
+    #: The re-ranker's cosine between the question and the section (``rerank``; None
     #: when the section was not re-ranked).
     rerank_cosine: float | None = None
     #: The score before the re-ranker mixed its cosine in (None when not re-ranked).

@@ -127,7 +127,10 @@ def apply_heading_match(
 
 
 def apply_title_match(
-    scored: Iterable[Scored], match: Mapping[str, float], weight: float, floor: float
+    scored: Iterable[Scored],
+    match: Mapping[str, float],
+    weight: float,
+    floor: float = RankingParams.title_match_floor,
 ) -> None:
     """A document whose title is what the query names ("Governor of Texas" for "governor of
     texas", not "Lieutenant Governor of Texas") is the one asked for: its sections' scores are
