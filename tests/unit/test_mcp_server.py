@@ -29,12 +29,23 @@ from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 from tui_search.cli import main as cli_main  # noqa: E402
 from tui_search.config import Settings  # noqa: E402
 from tui_search.core.engine import SearchEngine  # noqa: E402
-from tui_search.mcp.server import AgentService, build_server  # noqa: E402
+from tui_search.mcp.live import LiveIndex  # noqa: E402
+from tui_search.mcp.server import build_server  # noqa: E402
+from tui_search.mcp.service import AgentService  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "sample_workspace"
 CALL_TIMEOUT = 60
-TOOLS = {"search", "find_documents", "read", "related", "status"}
+TOOLS = {
+    "search",
+    "find_documents",
+    "grep",
+    "read",
+    "read_many",
+    "related",
+    "recent_changes",
+    "status",
+}
 SECRET = "zebracorn-outside-secret"
 
 
@@ -63,13 +74,14 @@ class Harness:
         self.workspace = _make_workspace(base)
         self.index_dir = base / "index"
         self.settings = Settings(workspace=self.workspace, index_dir=self.index_dir)
-        self.engine = SearchEngine(self.settings)
-        self.service = AgentService(self.engine)
-        self.service.prepare()
+        settings = self.settings
+        self.live = LiveIndex(lambda: SearchEngine(settings), watch=watch)
+        self.live.run_inline()
+        self.engine = self.live.engine()
+        self.service = AgentService(self.live)
         if watch:
-            self.service.start_watching()
             deadline = time.monotonic() + 10
-            while self.service.watcher.state != "watching" and time.monotonic() < deadline:
+            while self.live.watcher.state != "watching" and time.monotonic() < deadline:
                 time.sleep(0.02)
         self.server = build_server(self.service)
 
@@ -95,8 +107,7 @@ class Harness:
         return text
 
     def close(self) -> None:
-        self.service.stop()
-        self.engine.close()
+        self.live.stop()
 
 
 @pytest.fixture(scope="module")

@@ -318,10 +318,11 @@ class _Compiler:
 
     # relaxed filter (every arm) -----------------------------------------------------------
     def sup(self, node: Node) -> Q.Query | None:
-        """A superset of the satisfying chunks: text that must match is relaxed to "anything",
-        filters and excluded text are kept. Restricts the semantic arm too."""
+        """A superset of the satisfying chunks: optional words are relaxed to "anything";
+        filters, required text (``+"x"``, ``AND``, ``OR``) and excluded text are kept, as the
+        keyword arm applies them. Restricts the semantic arm too."""
         if isinstance(node, (Word, Phrase)):
-            return _TRUE
+            return self.exact(node)
         if isinstance(node, Field):
             return self.filter(node)
         if isinstance(node, Not):
@@ -333,7 +334,7 @@ class _Compiler:
         parts = [self.sup(c) for c in node.must]
         parts += [_q_not(self.sub(c)) for c in node.must_not]
         if node.should and not node.must:
-            parts.append(_q_or([self.sup(c) for c in node.should]))
+            parts.append(_q_or([_TRUE if _is_text(c) else self.sup(c) for c in node.should]))
         return _q_and(parts)
 
     def sub(self, node: Node) -> Q.Query | None:
@@ -355,6 +356,11 @@ class _Compiler:
         if node.should and not node.must:
             parts.append(_q_or([self.sub(c) for c in node.should]))
         return _q_and(parts)
+
+
+def _is_text(node: Node) -> bool:
+    """Words and phrases: optional where they stand in a sequence (they rank, not filter)."""
+    return isinstance(node, (Word, Phrase))
 
 
 def compile_tree(
