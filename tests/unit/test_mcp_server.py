@@ -35,7 +35,7 @@ from tui_search.mcp.service import AgentService  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "sample_workspace"
-CALL_TIMEOUT = 60
+CALL_TIMEOUT = 300
 TOOLS = {
     "search",
     "find_documents",

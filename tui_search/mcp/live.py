@@ -61,10 +61,13 @@ class LiveIndex:
         *,
         watch: bool = True,
         batch_files: int = BUILD_BATCH,
+        after_batch: Callable[[Build], None] | None = None,
     ) -> None:
+        """``after_batch`` is called on the build thread after each committed batch."""
         self._open_engine = open_engine
         self._watch = watch
         self._batch = max(1, batch_files)
+        self._after_batch = after_batch
         self._engine: SearchEngine | None = None
         self._opened = threading.Event()
         self._open_error: str | None = None
@@ -126,16 +129,13 @@ class LiveIndex:
             return
         self._opened.set()
         engine = self._engine
-        reconcile = False
         try:
             self._build_all(engine)
         except IndexBusyError as exc:
             self._busy = str(exc)
-            reconcile = True
             log.warning("%s; using the index as it is, the watcher will catch up", exc)
         except Exception as exc:  # noqa: BLE001 - serve what is indexed, say why
             self._watch_error = f"the index could not be built: {exc}"
-            reconcile = True
             log.exception("building the index failed")
         self.build.finished = True
         if self._stop.is_set():
@@ -150,7 +150,8 @@ class LiveIndex:
             log.warning("warming up: %s", exc)
         self.changes.baseline(engine)
         if self._watch and not self._stop.is_set():
-            self._start_watcher(engine, reconcile)
+            # (reconciled: a write between the build's last sync and the watcher's start)
+            self._start_watcher(engine, reconcile=True)
 
     def _build_all(self, engine: SearchEngine) -> None:
         """Index every new or changed file in committed batches, then sync the rest (removed
@@ -167,6 +168,8 @@ class LiveIndex:
             # (the decoded postings are saved once, by the sync below)
             engine.indexer.apply_paths(batch, tables=False)
             self.build.done += len(batch)
+            if self._after_batch is not None:
+                self._after_batch(self.build)
         if not self._stop.is_set():
             started = time.time()
             engine.indexer.sync(lock_timeout=0.5, tables=True)
