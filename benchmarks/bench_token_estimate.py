@@ -44,8 +44,10 @@ def main() -> int:
     tok = Tokenizer.from_file(str(ROOT / "tui_search" / "models" / "reranker" / "tokenizer.json"))
     tok.no_truncation()
     tok.no_padding()
-    print(f"{'text':<28} {'chars':>7} {'WordPiece':>10} {'estimate':>9} {'ratio':>6} "
-          f"{'count_tokens':>13} {'ratio':>6}")
+    print(
+        f"{'text':<28} {'chars':>7} {'WordPiece':>10} {'estimate':>9} {'ratio':>6} "
+        f"{'count_tokens':>13} {'ratio':>6}"
+    )
     for name, text in samples().items():
         real = len(tok.encode(text, add_special_tokens=False).ids)
         est, old = estimate_tokens(text), count_tokens(text)

@@ -24,9 +24,9 @@ def wordpiece() -> Tokenizer:
 
 def texts() -> dict[str, str]:
     rng = random.Random(3)
-    english = "\n\n".join(
-        p.read_text() for p in sorted((ROOT / "sample_workspace").rglob("*.md"))
-    )[:30_000]
+    english = "\n\n".join(p.read_text() for p in sorted((ROOT / "sample_workspace").rglob("*.md")))[
+        :30_000
+    ]
     return {
         "english": english,
         "code": (ROOT / "tui_search/core/reading.py").read_text(),

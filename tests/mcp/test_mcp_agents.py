@@ -236,7 +236,9 @@ def test_search_cursor_alone_pages_the_same_search(agent: Agent) -> None:
 
 
 def test_read_cursor_keeps_its_context(agent: Agent) -> None:
-    first, _ = agent.ok("read", {"target": "lines:_preamble", "context": "section", "max_tokens": 60})
+    first, _ = agent.ok(
+        "read", {"target": "lines:_preamble", "context": "section", "max_tokens": 60}
+    )
     assert first["context"] == "section" and first["next_cursor"]
     more, _ = agent.ok("read", {"cursor": first["next_cursor"], "max_tokens": 60})
     assert more["context"] == "section"

@@ -34,14 +34,25 @@ def many_notes(ws: Path, n: int = FILES) -> None:
         folder = ws / f"f{i % 20:02d}"
         folder.mkdir(parents=True, exist_ok=True)
         body = "\n\n".join(
-            f"## Part {k}\n\nprocessword {i} talks about topic {k} and item {i * k}." for k in range(8)
+            f"## Part {k}\n\nprocessword {i} talks about topic {k} and item {i * k}."
+            for k in range(8)
         )
         (folder / f"note{i:04d}.md").write_text(f"# Note {i}\n\n{body}\n")
 
 
 def command(ws: Path, index: Path, *extra: str) -> list[str]:
     code = "import sys; sys.argv[0] = 'tui-search'; from tui_search.cli import run; run()"
-    return [sys.executable, "-c", code, "mcp", "--workspace", str(ws), "--index-dir", str(index), *extra]
+    return [
+        sys.executable,
+        "-c",
+        code,
+        "mcp",
+        "--workspace",
+        str(ws),
+        "--index-dir",
+        str(index),
+        *extra,
+    ]
 
 
 def env() -> dict[str, str]:
@@ -237,7 +248,9 @@ def test_http_serves_several_clients_from_one_index(
         return out
 
     results = anyio.run(go)
-    assert len(results) == 3 and all(not r.is_error and r.structured_content["hits"] for r in results)
+    assert len(results) == 3 and all(
+        not r.is_error and r.structured_content["hits"] for r in results
+    )
     assert proc.poll() is None
 
 
