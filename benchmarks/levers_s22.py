@@ -54,7 +54,7 @@ from fusion_levers import CHOSEN_ON, ROOT, SETS
 
 from tui_search.config import load_settings
 from tui_search.core import chunking
-from tui_search.core.keyword.index import analyzed_spans, text_analyzer
+from tui_search.core.keyword.analysis import analyzed_spans, text_analyzer
 from tui_search.core.ranking import fusion as ranking
 from tui_search.core.ranking import retriever as retrieval
 from tui_search.core.ranking import softmatch

@@ -52,7 +52,8 @@ from levers_s22 import LEVERS, Params, Stats, _after_rank, main, model_mix
 
 from tui_search.core import chunking
 from tui_search.core.keyword import bm25
-from tui_search.core.keyword import index as lexical
+from tui_search.core.keyword import compile as keyword_compile
+from tui_search.core.keyword.analysis import analyzed_spans
 
 LOG2E = math.log2(math.e)
 
@@ -144,7 +145,7 @@ def bm25plus(p: Params) -> None:
 def model_weight(p: Params) -> None:
     from tui_search.core.embedding import Model2VecEmbedder
 
-    weigh = lexical.query_term_weights
+    weigh = keyword_compile.query_term_weights
     alpha = p.get("alpha", 0.5)
     held: list[Any] = []
 
@@ -165,7 +166,7 @@ def model_weight(p: Params) -> None:
         model = held[0]
         tokens = model.query_tokens(text)
         imp: dict[str, list[float]] = {}
-        for term, a, b in lexical.analyzed_spans(text):
+        for term, a, b in analyzed_spans(text):
             ids = [i for i, s, e in tokens if s < b and e > a]
             if term in out and ids:
                 imp.setdefault(term, []).append(importance(model, ids))
@@ -175,7 +176,7 @@ def model_weight(p: Params) -> None:
         mean = sum(got.values()) / len(got)
         return {t: w * (got[t] / mean) ** alpha if t in got else w for t, w in out.items()}
 
-    lexical.query_term_weights = query_term_weights
+    keyword_compile.query_term_weights = query_term_weights
 
 
 #: Where ``teacher-collect`` writes the texts and ``teacher`` reads their vectors
