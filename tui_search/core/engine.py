@@ -28,7 +28,7 @@ from tui_search.core.errors import (
 )
 from tui_search.core.index import SearchIndex
 from tui_search.core.indexer import Indexer, Progress, ProgressCallback, SyncReport
-from tui_search.core.keyword.index import LexicalParams
+from tui_search.core.keyword.compile import LexicalParams
 from tui_search.core.plan import Mode, QueryPlan, as_mode
 from tui_search.core.query import applied_operators
 from tui_search.core.ranking.fusion import FusionParams, Scored, document_of
