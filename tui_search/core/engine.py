@@ -156,9 +156,15 @@ class SearchEngine:
         return str(self.index.index_dir)
 
     def sync(
-        self, progress: ProgressCallback | None = None, *, rebuild: bool = False
+        self,
+        progress: ProgressCallback | None = None,
+        *,
+        rebuild: bool = False,
+        lock_timeout: float = 60.0,
     ) -> SyncReport:
-        return self.indexer.sync(progress, rebuild=rebuild, tables=True)
+        """Bring the index in line with the workspace; IndexBusyError when another process
+        keeps writing for ``lock_timeout`` s (``float("inf")``: wait for it)."""
+        return self.indexer.sync(progress, rebuild=rebuild, tables=True, lock_timeout=lock_timeout)
 
     def build(
         self, progress: ProgressCallback | None = None, *, batch_files: int | None = None

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import json
+import sqlite3
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -25,7 +27,8 @@ import numpy as np
 from tui_search.config import Settings
 from tui_search.core.chunking import Chunk, doc_id_for
 from tui_search.core.embedding import Embedder, TokenEmbedder
-from tui_search.core.index import SearchIndex, WriterLock
+from tui_search.core.errors import IndexReadOnlyError
+from tui_search.core.index import SearchIndex, WriterLock, why_unwritable
 from tui_search.core.keyword.index import LexicalIndex
 from tui_search.core.memory import TRIM_AFTER_CHUNKS, release_free_memory
 from tui_search.core.parse_jobs import ParseJob, parse_workers, run_jobs
@@ -144,6 +147,28 @@ class Indexer:
     def repaired(self) -> list[str]:
         return self.index.repaired
 
+    @contextlib.contextmanager
+    def _writable(self) -> Iterator[None]:
+        """A write that the disk refuses (read-only, full) is one clear error, an
+        IndexReadOnlyError (a search then uses the index as it is); what it did not finish
+        is redone by the next write (``dirty``)."""
+        if self.index.readonly:
+            raise IndexReadOnlyError(self.index.readonly)
+        try:
+            yield
+        except sqlite3.OperationalError as exc:
+            name = getattr(exc, "sqlite_errorname", "") or ""
+            if not name.startswith(("SQLITE_FULL", "SQLITE_READONLY", "SQLITE_IOERR")):
+                raise
+            raise IndexReadOnlyError(self._cannot_write(exc)) from exc
+        except OSError as exc:
+            if exc.errno not in (errno.ENOSPC, errno.EROFS, errno.EDQUOT):
+                raise
+            raise IndexReadOnlyError(self._cannot_write(exc)) from exc
+
+    def _cannot_write(self, exc: BaseException) -> str:
+        return f"the index cannot be written ({why_unwritable(self.index.index_dir, exc)})"
+
     # -- change detection ---------------------------------------------------------------
     def _doc_for(self, rel_path: str, exists: Callable[[str], bool]) -> str:
         """``a.md`` -> ``a``; a second file that would also be ``a`` keeps its extension."""
@@ -169,7 +194,7 @@ class Indexer:
         for every segment missing them with ``tables`` (an index made before they existed)."""
         started = time.perf_counter()
         report = SyncReport(repaired=list(self.repaired))
-        with self.lock.hold(lock_timeout):
+        with self._writable(), self.lock.hold(lock_timeout):
             self.repaired.clear()
             self._refresh_from_disk()
             before = self.lexical.segment_ids()
@@ -217,7 +242,7 @@ class Indexer:
         ``tables``: save the decoded postings of the segments written (see ``sync``)."""
         started = time.perf_counter()
         report = SyncReport()
-        with self.lock.hold():
+        with self._writable(), self.lock.hold():
             self._refresh_from_disk()
             before = self.lexical.segment_ids()
             skipped: list[Skipped] = []

@@ -253,11 +253,28 @@ class Store:
     def _conn(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
-            conn = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
+            if self.readonly:
+                conn = self._connect_readonly()
+            else:
+                conn = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")
             self._local.conn = conn
         return conn
+
+    def _connect_readonly(self) -> sqlite3.Connection:
+        """A connection that never writes: SQLite's read-only mode, or, where it cannot make
+        the shared-memory file it needs (a read-only or full disk), the file as it is
+        (``immutable``: what is only in the write-ahead log is not seen)."""
+        uri = self.path.resolve().as_uri()
+        try:
+            conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=30, check_same_thread=False)
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            return conn
+        except sqlite3.OperationalError:
+            return sqlite3.connect(
+                f"{uri}?mode=ro&immutable=1", uri=True, timeout=30, check_same_thread=False
+            )
 
     def close(self) -> None:
         conn = getattr(self._local, "conn", None)

@@ -169,6 +169,15 @@ def is_markdown(name: str) -> bool:
 NOT_UTF8_NAME = "the name is not valid UTF-8: not indexed (a UTF-8 name is)"
 
 
+#: The longest path the system opens, in bytes (Linux's PATH_MAX, the final NUL counted).
+PATH_MAX = 4096
+TOO_LONG = f"the path is over {PATH_MAX - 1:,} bytes, longer than the system opens: not indexed"
+
+
+def too_long(path: str) -> bool:
+    return len(path) >= PATH_MAX // 4 and len(os.fsencode(path)) >= PATH_MAX
+
+
 def valid_name(name: str) -> bool:
     """Is ``name`` (as the OS gave it, undecodable bytes as surrogates) valid UTF-8?"""
     if name.isascii():
@@ -220,7 +229,17 @@ class Workspace:
         """Yield the markdown files, sorted, never following a symlink out of the workspace."""
         self.rules.invalidate()
         seen_real: set[Path] = set()
-        for dirpath, dirnames, filenames in os.walk(self.root, followlinks=False, onerror=None):
+
+        def unreadable(exc: OSError) -> None:  # a folder that cannot be listed
+            if skipped is not None and exc.filename is not None:
+                rel = self.rel(Path(os.fsdecode(exc.filename)))
+                if rel:
+                    reason = f"folder: cannot be read: {exc.strerror or exc}"
+                    skipped.append(Skipped(display_name(rel), reason))
+
+        for dirpath, dirnames, filenames in os.walk(
+            self.root, followlinks=False, onerror=unreadable
+        ):
             current = Path(dirpath)
             rel_dir = current.relative_to(self.root).as_posix()
             rel_dir = "" if rel_dir == "." else rel_dir
@@ -238,7 +257,11 @@ class Workspace:
                     if skipped is not None:
                         skipped.append(Skipped(display_name(rel), "folder: " + NOT_UTF8_NAME))
                     continue
-                if (current / d).is_symlink():
+                if too_long(os.path.join(dirpath, d)):
+                    if skipped is not None:
+                        skipped.append(Skipped(rel, "folder: " + TOO_LONG))
+                    continue
+                if os.path.islink(os.path.join(dirpath, d)):
                     # inside: its files are indexed where they really are; outside: never
                     if not self.inside(current / d) and skipped is not None:
                         skipped.append(Skipped(rel, "symlink points outside the workspace"))
@@ -254,6 +277,10 @@ class Workspace:
                         skipped.append(Skipped(display_name(rel), NOT_UTF8_NAME))
                     continue
                 path = os.path.join(dirpath, name)
+                if too_long(path):
+                    if skipped is not None:
+                        skipped.append(Skipped(rel, TOO_LONG))
+                    continue
                 try:
                     st = os.lstat(path)  # one call; a symlink is never followed here
                 except OSError as exc:
