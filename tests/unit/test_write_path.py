@@ -11,6 +11,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -331,3 +332,82 @@ def test_search_on_a_read_only_or_full_disk_uses_the_index_as_it_is(
     assert f"note: the index cannot be written ({reason}); using the index as it is" in err
     assert f"error: the index cannot be written ({reason})" in err
     assert "manifest.sqlite" in out
+
+
+# -- the one-shot search's freshness check ----------------------------------------------------
+
+
+def _settle(root: Path) -> None:
+    """Every folder and file of ``root`` dated ten seconds back: no longer too recent to be
+    trusted (``RACY_NS``)."""
+    past = time.time_ns() - 10_000_000_000
+    for p in [root, *root.rglob("*")]:
+        os.utime(p, ns=(past, past))
+
+
+def test_the_quick_freshness_check_sees_every_kind_of_change(
+    tmp_path: Path, fake_embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    ws = tmp_path / "ws"
+    (ws / "sub").mkdir(parents=True)
+    (ws / "a.md").write_text("# A\n\nalpha\n")
+    (ws / "sub" / "b.md").write_text("# B\n\nbravo\n")
+    (ws / "sub" / "bin.md").write_bytes(b"\x00binary")
+    _settle(ws)
+    e = engine_for(ws, tmp_path / "idx", fake_embedder)
+    e.sync()
+    listed = []
+    walk = e.workspace.discover
+
+    def counting(*args, **kwargs):  # type: ignore[no-untyped-def]
+        listed.append(1)
+        return walk(*args, **kwargs)
+
+    monkeypatch.setattr(e.workspace, "discover", counting)
+
+    def hits(word: str) -> list[str]:
+        report, note = e.try_sync()
+        assert note is None and report is not None
+        return [h.file_path for h in e.search(word, mode="keyword").hits]
+
+    assert hits("alpha") == ["a.md"] and listed == []  # nothing changed: no folder listed
+    (ws / "a.md").write_text("# A\n\ncharlie\n")  # an edit in place
+    assert hits("charlie") == ["a.md"] and listed == []
+    (ws / "sub" / "bin.md").write_text("# Bin\n\ndelta\n")  # an unreadable file made readable
+    assert hits("delta") == ["sub/bin.md"] and len(listed) == 1
+    _settle(ws)
+    e.sync()
+    listed.clear()
+    (ws / "sub" / "new.md").write_text("# New\n\necho\n")  # added
+    assert hits("echo") == ["sub/new.md"] and len(listed) == 1
+    _settle(ws)
+    e.sync()
+    (ws / "sub" / "b.md").unlink()  # removed
+    assert hits("bravo") == []
+    _settle(ws)
+    e.sync()
+    (ws / ".gitignore").write_text("sub/\n")  # the ignore rules changed
+    assert hits("echo") == []
+    _settle(ws)
+    e.sync()
+    (ws / ".gitignore").write_text("a.md\n")  # an ignore file edited in place
+    assert hits("charlie") == [] and hits("echo") == ["sub/new.md"]
+    e.close()
+
+
+def test_a_folder_changed_just_before_the_scan_is_listed_again(
+    tmp_path: Path, fake_embedder
+) -> None:  # type: ignore[no-untyped-def]
+    """A folder whose mtime is too recent may change again within the same clock tick: the
+    scan does not trust it, and the next check lists the folders."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.md").write_text("# A\n\nalpha\n")
+    e = engine_for(ws, tmp_path / "idx", fake_embedder)
+    e.sync()
+    past = (ws / "a.md").stat().st_mtime_ns
+    (ws / "b.md").write_text("# B\n\nbravo\n")
+    os.utime(ws, ns=(past, past))  # as if in the same tick as the scan
+    report, _ = e.try_sync()
+    assert report is not None and report.changed_files == ["b.md"]
+    e.close()

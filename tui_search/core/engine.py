@@ -196,7 +196,7 @@ class SearchEngine:
         """Sync unless another process is writing; then say so and use the index as it is
         (a search never waits for someone else's long write)."""
         try:
-            return self.indexer.sync(progress, lock_timeout=0.5), None
+            return self.indexer.sync(progress, lock_timeout=0.5, quick=True), None
         except IndexBusyError as exc:
             return None, str(exc)
 

@@ -16,7 +16,9 @@ import contextlib
 import dataclasses
 import errno
 import json
+import os
 import sqlite3
+import stat as stat_mod
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -40,6 +42,7 @@ from tui_search.core.workspace import (
     Skipped,
     Workspace,
     display_name,
+    settled_mtime,
     valid_name,
 )
 
@@ -186,12 +189,17 @@ class Indexer:
         rebuild: bool = False,
         lock_timeout: float = 60.0,
         tables: bool = False,
+        quick: bool = False,
     ) -> SyncReport:
         """Bring the index in line with the whole workspace (incremental unless ``rebuild``).
         Raises IndexBusyError when another process keeps writing for ``lock_timeout`` s.
 
         The keyword index's decoded postings are saved for the segments a write made, and
-        for every segment missing them with ``tables`` (an index made before they existed)."""
+        for every segment missing them with ``tables`` (an index made before they existed).
+
+        ``quick``: when no folder, ignore file or unreadable file has changed since the last
+        full scan (``_quick_changes``), only the indexed files are looked at, not the whole
+        tree (a one-shot search: a stat per indexed file instead of listing every folder)."""
         started = time.perf_counter()
         report = SyncReport(repaired=list(self.repaired))
         with self._writable(), self.lock.hold(lock_timeout):
@@ -204,24 +212,35 @@ class Indexer:
             emit = progress or (lambda p: None)
             emit(Progress("scan", 0, 0, "scanning workspace"))
             skipped: list[Skipped] = []
-            discovered = {f.rel_path: f for f in self.workspace.discover(skipped)}
-            stamps = self.store.file_stamps()
-            to_check = [f for p, f in discovered.items() if p in dirty or stamps.get(p) != f.stamp]
-            removed = [p for p in stamps if p not in discovered]
-            # the whole records only when something is to be read again
-            known = self.store.files() if to_check else {}
-            self._apply(
-                to_check,
-                removed,
-                discovered.__contains__,
-                known,
-                skipped,
-                report,
-                emit,
-                force=dirty,
-            )
-            with self.store.transaction() as conn:
-                self.store.set_skipped(conn, [(s.path, s.reason) for s in skipped])
+            seen: dict[str, int] = {}
+            changes = self._quick_changes() if quick and not rebuild and not dirty else None
+            if changes is not None:
+                to_check, removed = changes
+                known = self.store.files_for(f.rel_path for f in to_check)
+                root = self.workspace.root
+                exists: Callable[[str], bool] = lambda p: (root / p).is_file()  # noqa: E731
+            else:
+                discovered = {f.rel_path: f for f in self.workspace.discover(skipped, seen)}
+                stamps = self.store.file_stamps()
+                to_check = [
+                    f for p, f in discovered.items() if p in dirty or stamps.get(p) != f.stamp
+                ]
+                removed = [p for p in stamps if p not in discovered]
+                # the whole records only when something is to be read again
+                known = self.store.files() if to_check else {}
+                exists = discovered.__contains__
+            self._apply(to_check, removed, exists, known, skipped, report, emit, force=dirty)
+            if changes is None:
+                # files that could not be read are looked at again when they change
+                infos = {f.rel_path: f for f in to_check}
+                for sk in skipped:
+                    if sk.path in infos and sk.path not in seen:
+                        seen[sk.path] = settled_mtime(str(infos[sk.path].abs_path))
+                with self.store.transaction() as conn:
+                    self.store.set_skipped(conn, [(s.path, s.reason) for s in skipped])
+                    self.store.set_scan(conn, seen)
+            else:
+                skipped = [Skipped(p, r) for p, r in self.store.skipped()]
         # (segments never change: no need to hold the lock)
         self._store_postings(report, before, everything=tables)
         report.skipped = skipped
@@ -230,6 +249,35 @@ class Indexer:
         if progress:
             progress(Progress("done", report.chunks, report.chunks))
         return report
+
+    def _quick_changes(self) -> tuple[list[FileInfo], list[str]] | None:
+        """The indexed files that changed, and those gone, when nothing else can have changed
+        since the last full scan: every folder it listed, ignore file and unreadable file still
+        has the mtime it had (a file added, removed or renamed changes its folder's mtime).
+        None when something did change, or there is no scan to compare: a full scan is due."""
+        scan = self.store.scan_stamps()
+        if not scan:
+            return None
+        root = str(self.workspace.root)
+        for key, mtime in scan.items():
+            try:
+                if os.stat(f"{root}/{key}").st_mtime_ns != mtime:
+                    return None
+            except OSError:
+                return None
+        to_check: list[FileInfo] = []
+        for path, stamp in self.store.file_stamps().items():
+            abs_path = f"{root}/{path}"
+            try:
+                st = os.lstat(abs_path)
+            except OSError:
+                return None  # (gone while its folder kept its mtime: let the full scan say)
+            if not stat_mod.S_ISREG(st.st_mode):
+                return None
+            info = FileInfo(path, abs_path, st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
+            if info.stamp != stamp:
+                to_check.append(info)
+        return to_check, []
 
     def apply_paths(
         self,

@@ -69,6 +69,9 @@ CREATE INDEX IF NOT EXISTS chunks_hash ON chunks(content_hash);
 CREATE INDEX IF NOT EXISTS chunks_novec ON chunks(key) WHERE vector IS NULL;
 CREATE INDEX IF NOT EXISTS chunks_links ON chunks(link_share) WHERE link_share > 0;
 CREATE TABLE IF NOT EXISTS skipped (path TEXT PRIMARY KEY, reason TEXT NOT NULL);
+-- the last full scan: the mtime of each folder listed ('<folder>/', the root '/'), ignore file
+-- and unreadable file (-1: too recent to trust); what the quick check compares
+CREATE TABLE IF NOT EXISTS scan (path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL);
 -- explicit heading anchors (<a name>, id=, {#id}) of a file, lower-cased -> the section slug
 CREATE TABLE IF NOT EXISTS anchors (
     path TEXT NOT NULL, anchor TEXT NOT NULL, slug TEXT NOT NULL, PRIMARY KEY (path, anchor)
@@ -586,6 +589,7 @@ class Store:
             conn.execute("DELETE FROM file_vectors")
             conn.execute("DELETE FROM files")
             conn.execute("DELETE FROM anchors")
+            conn.execute("DELETE FROM scan")
             conn.execute("DELETE FROM meta WHERE key = 'dirty'")
 
     def touch_files(self, conn: sqlite3.Connection, records: Iterable[FileRecord]) -> None:
@@ -741,6 +745,19 @@ class Store:
         conn.execute("DELETE FROM anchors WHERE path = ?", (path,))
         conn.execute("DELETE FROM chunks WHERE path = ?", (path,))
         conn.execute("DELETE FROM files WHERE path = ?", (path,))
+
+    def scan_stamps(self) -> dict[str, int]:
+        """The last full scan's mtimes (``set_scan``)."""
+        try:
+            return {
+                r[0]: int(r[1]) for r in self._conn().execute("SELECT path, mtime_ns FROM scan")
+            }
+        except sqlite3.OperationalError:  # a read-only index written before the table existed
+            return {}
+
+    def set_scan(self, conn: sqlite3.Connection, stamps: dict[str, int]) -> None:
+        conn.execute("DELETE FROM scan")
+        conn.executemany("INSERT INTO scan VALUES (?, ?)", stamps.items())
 
     def set_skipped(self, conn: sqlite3.Connection, skipped: list[tuple[str, str]]) -> None:
         conn.execute("DELETE FROM skipped")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat as stat_mod
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -178,6 +179,21 @@ def too_long(path: str) -> bool:
     return len(path) >= PATH_MAX // 4 and len(os.fsencode(path)) >= PATH_MAX
 
 
+#: A folder or file changed this recently may change again within the same tick of the file
+#: system's clock, its mtime unchanged (the "racy" entries of git's index): not trusted.
+RACY_NS = 2_000_000_000
+
+
+def settled_mtime(path: str) -> int:
+    """``path``'s mtime in ns, or -1 (never equal to one) when it is too recent to be trusted
+    (``RACY_NS``) or cannot be read."""
+    try:
+        mtime = os.stat(path).st_mtime_ns
+    except OSError:
+        return -1
+    return mtime if time.time_ns() - mtime > RACY_NS else -1
+
+
 def valid_name(name: str) -> bool:
     """Is ``name`` (as the OS gave it, undecodable bytes as surrogates) valid UTF-8?"""
     if name.isascii():
@@ -225,8 +241,14 @@ class Workspace:
         """Would discovery index this (file) path?"""
         return is_markdown(rel_path) and not self.rules.is_ignored(rel_path, is_dir=False)
 
-    def discover(self, skipped: list[Skipped] | None = None) -> Iterator[FileInfo]:
-        """Yield the markdown files, sorted, never following a symlink out of the workspace."""
+    def discover(
+        self, skipped: list[Skipped] | None = None, seen: dict[str, int] | None = None
+    ) -> Iterator[FileInfo]:
+        """Yield the markdown files, sorted, never following a symlink out of the workspace.
+
+        ``seen`` gets the mtime of each folder listed (``<folder>/``, the root ``/``) and of
+        each ignore file (``settled_mtime``): while none of them changes, no file was added,
+        removed or renamed and the ignore rules are the same (``Indexer``'s quick check)."""
         self.rules.invalidate()
         seen_real: set[Path] = set()
 
@@ -248,6 +270,13 @@ class Workspace:
                 dirnames[:] = []
                 continue
             seen_real.add(real_dir)
+            if seen is not None:
+                seen[f"{rel_dir}/"] = settled_mtime(dirpath)
+                for name in IGNORE_FILES:
+                    if name in filenames:
+                        seen[f"{rel_dir}/{name}".lstrip("/")] = settled_mtime(
+                            os.path.join(dirpath, name)
+                        )
             keep = []
             for d in sorted(dirnames):
                 rel = f"{rel_dir}/{d}" if rel_dir else d
