@@ -411,3 +411,72 @@ def test_a_folder_changed_just_before_the_scan_is_listed_again(
     report, _ = e.try_sync()
     assert report is not None and report.changed_files == ["b.md"]
     e.close()
+
+
+# -- a killed index -------------------------------------------------------------------------
+
+
+def _descendants(pid: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as fh:
+                    ppid = int(fh.read().rpartition(b")")[2].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    out: set[int] = set()
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in out:
+                out.add(child)
+                todo.append(child)
+    return out
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rpartition(b")")[2].split()[0] != b"Z"
+    except OSError:
+        return False
+
+
+def test_workers_end_with_a_killed_index(tmp_path: Path) -> None:
+    """``index`` parses a large read in worker processes; killed (SIGKILL), it leaves none
+    running: each ends on its own within a fraction of a second."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    para = " ".join(f"word{i} [link](x{i}.md) *em*" for i in range(40)) + "\n\n"
+    for n in range(80):  # 16 MB: parsed by workers (``PARALLEL_MIN_BYTES``) for seconds
+        (ws / f"n{n}.md").write_text(
+            "".join(f"## Part {k}\n\n{para * 4}" for k in range(60)), encoding="utf-8"
+        )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from tui_search.cli import run; run()", "index"]
+        + ["--workspace", str(ws), "--index-dir", str(tmp_path / "idx")],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 300
+        tree: set[int] = set()
+        while time.monotonic() < deadline and proc.poll() is None:
+            tree = _descendants(proc.pid)
+            if len(tree) >= 3:  # the fork server and its workers
+                break
+            time.sleep(0.05)
+        assert len(tree) >= 3, "no workers seen"
+        time.sleep(0.5)
+        tree |= _descendants(proc.pid)
+    finally:
+        proc.kill()
+        proc.wait()
+    deadline = time.monotonic() + 8  # (each ends within ~0.3 s idle)
+    while time.monotonic() < deadline and any(_running(p) for p in tree):
+        time.sleep(0.05)
+    assert not [p for p in tree if _running(p)]
