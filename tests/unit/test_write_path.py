@@ -19,6 +19,7 @@ import pytest
 
 from tui_search.cli import main
 from tui_search.config import Settings
+from tui_search.core import indexer as indexer_module
 from tui_search.core.engine import SearchEngine
 from tui_search.core.errors import IndexReadOnlyError
 from tui_search.core.index import LOCK_FILE, damaged
@@ -480,3 +481,40 @@ def test_workers_end_with_a_killed_index(tmp_path: Path) -> None:
     while time.monotonic() < deadline and any(_running(p) for p in tree):
         time.sleep(0.05)
     assert not [p for p in tree if _running(p)]
+
+
+class _FailingAfter:
+    """The fake embedder, failing from its ``n``-th call on: a run that dies part way."""
+
+    name = "failing"
+
+    def __init__(self, inner, n: int) -> None:  # type: ignore[no-untyped-def]
+        self.inner, self.left = inner, n
+        self.dim, self.fingerprint = inner.dim, inner.fingerprint
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        self.left -= 1
+        if self.left < 0:
+            raise RuntimeError("killed")
+        return self.inner.encode(texts)
+
+
+def test_a_long_read_is_written_as_it_goes(
+    tmp_path: Path, fake_embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    """Past ``INDEX_BATCH_SECONDS`` of reading a batch is written whatever its size (here: 0 s,
+    so every file): a run that dies part way keeps what it wrote, the next one does the rest."""
+    monkeypatch.setattr(indexer_module, "INDEX_BATCH_SECONDS", 0.0)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    for i in range(6):
+        (ws / f"n{i}.md").write_text(f"# Note {i}\n\nword{i}\n")
+    e = engine_for(ws, tmp_path / "idx", _FailingAfter(fake_embedder, 3))
+    with pytest.raises(RuntimeError, match="killed"):
+        e.sync()
+    e.close()
+    e = engine_for(ws, tmp_path / "idx", fake_embedder)
+    assert e.stats().documents == 3
+    r = e.sync()
+    assert r.embedded == 3 and r.documents == 6
+    e.close()

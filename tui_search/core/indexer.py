@@ -52,6 +52,9 @@ EMBED_BATCH = 2048
 #: time, so indexing memory is bounded by a batch, not by the workspace.
 INDEX_BATCH_CHUNKS = 20_000
 INDEX_BATCH_CHARS = 32_000_000
+#: ... or once files have been read and parsed this long since the last write (seconds): a run
+#: killed part way keeps all but its last minute or so of work, on any machine.
+INDEX_BATCH_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
@@ -379,7 +382,8 @@ class Indexer:
     ) -> None:
         """Read and parse ``to_check`` and write it in batches of about INDEX_BATCH_CHUNKS
         chunks (or INDEX_BATCH_CHARS characters), so memory is bounded by a batch, not by the
-        workspace; ``removed`` is written with the last batch (its vectors can be reused by
+        workspace, and at least every INDEX_BATCH_SECONDS of reading, so a killed run keeps
+        what it did; ``removed`` is written with the last batch (its vectors can be reused by
         files moved elsewhere until then)."""
         parsed: list[tuple[FileRecord, list[Chunk]]] = []
         touched: list[FileRecord] = []
@@ -404,14 +408,20 @@ class Indexer:
                 )
             )
         outcomes = run_jobs(jobs, parse_workers(jobs))
+        batch_started = time.monotonic()
         with contextlib.closing(outcomes):  # (the workers stop if a write fails)
             for i, outcome in enumerate(outcomes):
                 info = outcome.job.info
-                if batch_chunks >= INDEX_BATCH_CHUNKS or batch_chars >= INDEX_BATCH_CHARS:
+                if parsed and (
+                    batch_chunks >= INDEX_BATCH_CHUNKS
+                    or batch_chars >= INDEX_BATCH_CHARS
+                    or time.monotonic() - batch_started >= INDEX_BATCH_SECONDS
+                ):
                     self._write(parsed, [], touched, report, emit, force_left, last=False)
                     parsed, touched = [], []
                     batch_docs = {}
                     batch_chunks = batch_chars = 0
+                    batch_started = time.monotonic()
                 if i % 50 == 0:
                     emit(Progress("parse", i, total, info.rel_path))
                 if outcome.vanished:
