@@ -385,14 +385,13 @@ class SearchEngine:
         return self._read_current(file_path).text
 
     def _read_current(self, file_path: str) -> Any:
-        """Read an indexed path as it is now (never a file that resolves outside)."""
-        from tui_search.core.workspace import read_file
-
+        """Read an indexed path as it is now (never a file that resolves outside: the file is
+        opened once, with no symlink followed, see ``workspace.read_file``)."""
         info = self.workspace.stat(file_path)
-        if info is None or not self.workspace.inside(info.abs_path):
+        if info is None:
             raise TuiSearchError(f"{file_path} is no longer in the workspace")
         try:
-            return read_file(info, self.settings.max_file_bytes)
+            return self.workspace.read(info, self.settings.max_file_bytes)
         except (OSError, ValueError) as exc:
             raise TuiSearchError(f"cannot read {file_path}: {exc}") from exc
 

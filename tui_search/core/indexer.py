@@ -405,6 +405,7 @@ class Indexer:
                     self.max_tokens,
                     self.min_overlap,
                     self.max_sections,
+                    str(self.workspace.root),
                 )
             )
         outcomes = run_jobs(jobs, parse_workers(jobs))
