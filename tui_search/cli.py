@@ -154,8 +154,8 @@ def cmd_index(args: argparse.Namespace) -> int:
     settings = settings_from(args)
     engine = open_engine(settings)
     try:
-        report = engine.sync(
-            ProgressPrinter(sys.stderr.isatty() and not args.json), rebuild=args.rebuild
+        report = _sync_waiting(
+            engine, ProgressPrinter(sys.stderr.isatty() and not args.json), args.rebuild
         )
         rerank = (
             _fill_rerank(engine, ProgressPrinter(sys.stderr.isatty() and not args.json))
@@ -189,6 +189,21 @@ def cmd_index(args: argparse.Namespace) -> int:
     finally:
         engine.close()
     return 0
+
+
+def _sync_waiting(engine: Any, progress: ProgressPrinter, rebuild: bool) -> Any:
+    """``engine.sync``; while another process is writing, a note says so and the sync waits
+    for it (``index`` and ``index --watch`` do not give up at start)."""
+    from tui_search.core.errors import IndexBusyError, IndexReadOnlyError
+
+    try:
+        return engine.sync(progress, rebuild=rebuild, lock_timeout=1.0)
+    except IndexReadOnlyError:
+        raise
+    except IndexBusyError:
+        note = "another tui-search process is updating this index; waiting for it"
+        print(f"tui-search: note: {note}", file=sys.stderr, flush=True)
+    return engine.sync(progress, rebuild=rebuild, lock_timeout=float("inf"))
 
 
 def _fill_rerank(engine: Any, progress: ProgressPrinter) -> dict[str, Any]:
