@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 from textual import work
 from textual.app import App, SuspendNotSupported
-from textual.notifications import SeverityLevel
 from textual.binding import Binding, BindingType
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
 from tui_search.config import Settings
