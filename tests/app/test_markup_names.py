@@ -136,3 +136,8 @@ async def test_bidi_controls_never_reach_a_notification(
         await wait_toast(pilot, "copied admin")
         text = shown(app)
         assert "\u202e" not in text and "admingnp:" in text
+        results = app.search_screen.results
+        rows = [str(results.get_option_at_index(i).prompt) for i in range(results.option_count)]
+        assert any("admingnp.md" in row for row in rows) and not any("\u202e" in r for r in rows)
+        preview_title = str(app.search_screen.preview.border_title)
+        assert "admingnp.md" in preview_title and "\u202e" not in preview_title
