@@ -289,26 +289,21 @@ class WorkspaceWatcher:
         return self.engine.has_files_under(rel)
 
     def _walk(self, rel_dir: str) -> Iterable[str]:
-        """The markdown files below a folder, with the workspace's ignore rules."""
+        """The markdown files below a folder, with the workspace's ignore rules and the full
+        sync's symlink rule (a symlinked folder is never entered; ``lookup`` skips a symlinked
+        file)."""
         ws = self.engine.workspace
         top = self.root / rel_dir
-        seen: set[Path] = set()
-        for dirpath, dirnames, filenames in os.walk(top, followlinks=True):
+        if os.path.realpath(top) != str(top):
+            return  # the folder is a symlink, or below one
+        for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
             current = Path(dirpath)
-            try:
-                real = current.resolve()
-            except OSError:
-                dirnames[:] = []
-                continue
-            if real in seen or not ws.inside(current):
-                dirnames[:] = []
-                continue
-            seen.add(real)
             rel_here = current.relative_to(self.root).as_posix()
             dirnames[:] = [
                 d
                 for d in sorted(dirnames)
                 if not ws.rules.is_ignored(f"{rel_here}/{d}", is_dir=True)
+                and not os.path.islink(os.path.join(dirpath, d))
             ]
             for name in sorted(filenames):
                 rel = f"{rel_here}/{name}"
