@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 from tui_search.config import Settings  # noqa: E402
 from tui_search.core.chunking import parse_document  # noqa: E402
 from tui_search.core.engine import SearchEngine  # noqa: E402
-from tui_search.core.keyword.index import document_fields, make_schema  # noqa: E402
+from tui_search.core.keyword.schema import document_fields, make_schema  # noqa: E402
 
 CORPORA = {
     "powershell": "powershell-docs.tar.gz",

@@ -15,7 +15,7 @@ from tests.conftest import write_files
 from tui_search.config import Settings
 from tui_search.core.chunking import section_of
 from tui_search.core.engine import SearchEngine
-from tui_search.core.keyword.index import analyze
+from tui_search.core.keyword.analysis import analyze
 from tui_search.core.results import SearchResults
 from tui_search.core.store import ChunkRecord
 

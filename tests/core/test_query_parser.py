@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tui_search.core.keyword.index import phrase_terms
+from tui_search.core.keyword.analysis import phrase_terms
+from tui_search.core.keyword.compile import glob_regex, match_path_glob
 from tui_search.core.query import (
     And,
     Field,
@@ -24,7 +25,6 @@ from tui_search.core.query import (
     positive_text,
     tokenize,
 )
-from tui_search.core.ranking.retriever import glob_regex, match_path_glob
 
 
 def kinds(text: str) -> list[str]:

@@ -16,9 +16,9 @@ from tests.conftest import SAMPLE_WORKSPACE, FakeEmbedder
 from tui_search.config import Settings
 from tui_search.core.engine import SearchEngine
 from tui_search.core.errors import QueryError
+from tui_search.core.keyword.compile import compile_tree
 from tui_search.core.plan import Phrase, QueryPlan, Seq, plan_plain
 from tui_search.core.query import compile_query
-from tui_search.core.ranking.retriever import compile_tree
 
 
 @pytest.fixture(scope="module")

@@ -472,7 +472,7 @@ async def test_an_index_rebuilt_on_open_is_reported(
     """An index analysed otherwise (made before the Snowball stems) is rebuilt from its
     manifest when the app opens it, and the app says so instead of staying silent."""
     from tui_search.config import Settings
-    from tui_search.core.keyword.index import ANALYSIS_FILE
+    from tui_search.core.keyword.analysis import ANALYSIS_FILE
 
     settings = Settings(workspace=workspace, index_dir=tmp_path / "index")
     with SearchEngine(settings, embedder=fake_embedder) as engine:

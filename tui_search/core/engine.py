@@ -28,7 +28,7 @@ from tui_search.core.errors import (
 )
 from tui_search.core.index import SearchIndex
 from tui_search.core.indexer import Indexer, Progress, ProgressCallback, SyncReport
-from tui_search.core.keyword.index import LexicalParams
+from tui_search.core.keyword.compile import LexicalParams
 from tui_search.core.plan import Mode, QueryPlan, as_mode
 from tui_search.core.query import applied_operators
 from tui_search.core.ranking.fusion import FusionParams, Scored, document_of
@@ -156,9 +156,15 @@ class SearchEngine:
         return str(self.index.index_dir)
 
     def sync(
-        self, progress: ProgressCallback | None = None, *, rebuild: bool = False
+        self,
+        progress: ProgressCallback | None = None,
+        *,
+        rebuild: bool = False,
+        lock_timeout: float = 60.0,
     ) -> SyncReport:
-        return self.indexer.sync(progress, rebuild=rebuild, tables=True)
+        """Bring the index in line with the workspace; IndexBusyError when another process
+        keeps writing for ``lock_timeout`` s (``float("inf")``: wait for it)."""
+        return self.indexer.sync(progress, rebuild=rebuild, tables=True, lock_timeout=lock_timeout)
 
     def build(
         self, progress: ProgressCallback | None = None, *, batch_files: int | None = None
@@ -190,7 +196,7 @@ class SearchEngine:
         """Sync unless another process is writing; then say so and use the index as it is
         (a search never waits for someone else's long write)."""
         try:
-            return self.indexer.sync(progress, lock_timeout=0.5), None
+            return self.indexer.sync(progress, lock_timeout=0.5, quick=True), None
         except IndexBusyError as exc:
             return None, str(exc)
 

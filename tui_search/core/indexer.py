@@ -14,9 +14,13 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import json
+import os
+import sqlite3
+import stat as stat_mod
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -25,7 +29,8 @@ import numpy as np
 from tui_search.config import Settings
 from tui_search.core.chunking import Chunk, doc_id_for
 from tui_search.core.embedding import Embedder, TokenEmbedder
-from tui_search.core.index import SearchIndex, WriterLock
+from tui_search.core.errors import IndexReadOnlyError
+from tui_search.core.index import SearchIndex, WriterLock, why_unwritable
 from tui_search.core.keyword.index import LexicalIndex
 from tui_search.core.memory import TRIM_AFTER_CHUNKS, release_free_memory
 from tui_search.core.parse_jobs import ParseJob, parse_workers, run_jobs
@@ -37,6 +42,7 @@ from tui_search.core.workspace import (
     Skipped,
     Workspace,
     display_name,
+    settled_mtime,
     valid_name,
 )
 
@@ -46,6 +52,9 @@ EMBED_BATCH = 2048
 #: time, so indexing memory is bounded by a batch, not by the workspace.
 INDEX_BATCH_CHUNKS = 20_000
 INDEX_BATCH_CHARS = 32_000_000
+#: ... or once files have been read and parsed this long since the last write (seconds): a run
+#: killed part way keeps all but its last minute or so of work, on any machine.
+INDEX_BATCH_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
@@ -144,6 +153,28 @@ class Indexer:
     def repaired(self) -> list[str]:
         return self.index.repaired
 
+    @contextlib.contextmanager
+    def _writable(self) -> Iterator[None]:
+        """A write that the disk refuses (read-only, full) is one clear error, an
+        IndexReadOnlyError (a search then uses the index as it is); what it did not finish
+        is redone by the next write (``dirty``)."""
+        if self.index.readonly:
+            raise IndexReadOnlyError(self.index.readonly)
+        try:
+            yield
+        except sqlite3.OperationalError as exc:
+            name = getattr(exc, "sqlite_errorname", "") or ""
+            if not name.startswith(("SQLITE_FULL", "SQLITE_READONLY", "SQLITE_IOERR")):
+                raise
+            raise IndexReadOnlyError(self._cannot_write(exc)) from exc
+        except OSError as exc:
+            if exc.errno not in (errno.ENOSPC, errno.EROFS, errno.EDQUOT):
+                raise
+            raise IndexReadOnlyError(self._cannot_write(exc)) from exc
+
+    def _cannot_write(self, exc: BaseException) -> str:
+        return f"the index cannot be written ({why_unwritable(self.index.index_dir, exc)})"
+
     # -- change detection ---------------------------------------------------------------
     def _doc_for(self, rel_path: str, exists: Callable[[str], bool]) -> str:
         """``a.md`` -> ``a``; a second file that would also be ``a`` keeps its extension."""
@@ -161,15 +192,20 @@ class Indexer:
         rebuild: bool = False,
         lock_timeout: float = 60.0,
         tables: bool = False,
+        quick: bool = False,
     ) -> SyncReport:
         """Bring the index in line with the whole workspace (incremental unless ``rebuild``).
         Raises IndexBusyError when another process keeps writing for ``lock_timeout`` s.
 
         The keyword index's decoded postings are saved for the segments a write made, and
-        for every segment missing them with ``tables`` (an index made before they existed)."""
+        for every segment missing them with ``tables`` (an index made before they existed).
+
+        ``quick``: when no folder, ignore file or unreadable file has changed since the last
+        full scan (``_quick_changes``), only the indexed files are looked at, not the whole
+        tree (a one-shot search: a stat per indexed file instead of listing every folder)."""
         started = time.perf_counter()
         report = SyncReport(repaired=list(self.repaired))
-        with self.lock.hold(lock_timeout):
+        with self._writable(), self.lock.hold(lock_timeout):
             self.repaired.clear()
             self._refresh_from_disk()
             before = self.lexical.segment_ids()
@@ -179,24 +215,35 @@ class Indexer:
             emit = progress or (lambda p: None)
             emit(Progress("scan", 0, 0, "scanning workspace"))
             skipped: list[Skipped] = []
-            discovered = {f.rel_path: f for f in self.workspace.discover(skipped)}
-            stamps = self.store.file_stamps()
-            to_check = [f for p, f in discovered.items() if p in dirty or stamps.get(p) != f.stamp]
-            removed = [p for p in stamps if p not in discovered]
-            # the whole records only when something is to be read again
-            known = self.store.files() if to_check else {}
-            self._apply(
-                to_check,
-                removed,
-                discovered.__contains__,
-                known,
-                skipped,
-                report,
-                emit,
-                force=dirty,
-            )
-            with self.store.transaction() as conn:
-                self.store.set_skipped(conn, [(s.path, s.reason) for s in skipped])
+            seen: dict[str, int] = {}
+            changes = self._quick_changes() if quick and not rebuild and not dirty else None
+            if changes is not None:
+                to_check, removed = changes
+                known = self.store.files_for(f.rel_path for f in to_check)
+                root = self.workspace.root
+                exists: Callable[[str], bool] = lambda p: (root / p).is_file()  # noqa: E731
+            else:
+                discovered = {f.rel_path: f for f in self.workspace.discover(skipped, seen)}
+                stamps = self.store.file_stamps()
+                to_check = [
+                    f for p, f in discovered.items() if p in dirty or stamps.get(p) != f.stamp
+                ]
+                removed = [p for p in stamps if p not in discovered]
+                # the whole records only when something is to be read again
+                known = self.store.files() if to_check else {}
+                exists = discovered.__contains__
+            self._apply(to_check, removed, exists, known, skipped, report, emit, force=dirty)
+            if changes is None:
+                # files that could not be read are looked at again when they change
+                infos = {f.rel_path: f for f in to_check}
+                for sk in skipped:
+                    if sk.path in infos and sk.path not in seen:
+                        seen[sk.path] = settled_mtime(str(infos[sk.path].abs_path))
+                with self.store.transaction() as conn:
+                    self.store.set_skipped(conn, [(s.path, s.reason) for s in skipped])
+                    self.store.set_scan(conn, seen)
+            else:
+                skipped = [Skipped(p, r) for p, r in self.store.skipped()]
         # (segments never change: no need to hold the lock)
         self._store_postings(report, before, everything=tables)
         report.skipped = skipped
@@ -205,6 +252,35 @@ class Indexer:
         if progress:
             progress(Progress("done", report.chunks, report.chunks))
         return report
+
+    def _quick_changes(self) -> tuple[list[FileInfo], list[str]] | None:
+        """The indexed files that changed, and those gone, when nothing else can have changed
+        since the last full scan: every folder it listed, ignore file and unreadable file still
+        has the mtime it had (a file added, removed or renamed changes its folder's mtime).
+        None when something did change, or there is no scan to compare: a full scan is due."""
+        scan = self.store.scan_stamps()
+        if not scan:
+            return None
+        root = str(self.workspace.root)
+        for key, mtime in scan.items():
+            try:
+                if os.stat(f"{root}/{key}").st_mtime_ns != mtime:
+                    return None
+            except OSError:
+                return None
+        to_check: list[FileInfo] = []
+        for path, stamp in self.store.file_stamps().items():
+            abs_path = f"{root}/{path}"
+            try:
+                st = os.lstat(abs_path)
+            except OSError:
+                return None  # (gone while its folder kept its mtime: let the full scan say)
+            if not stat_mod.S_ISREG(st.st_mode):
+                return None
+            info = FileInfo(path, abs_path, st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
+            if info.stamp != stamp:
+                to_check.append(info)
+        return to_check, []
 
     def apply_paths(
         self,
@@ -217,7 +293,7 @@ class Indexer:
         ``tables``: save the decoded postings of the segments written (see ``sync``)."""
         started = time.perf_counter()
         report = SyncReport()
-        with self.lock.hold():
+        with self._writable(), self.lock.hold():
             self._refresh_from_disk()
             before = self.lexical.segment_ids()
             skipped: list[Skipped] = []
@@ -306,7 +382,8 @@ class Indexer:
     ) -> None:
         """Read and parse ``to_check`` and write it in batches of about INDEX_BATCH_CHUNKS
         chunks (or INDEX_BATCH_CHARS characters), so memory is bounded by a batch, not by the
-        workspace; ``removed`` is written with the last batch (its vectors can be reused by
+        workspace, and at least every INDEX_BATCH_SECONDS of reading, so a killed run keeps
+        what it did; ``removed`` is written with the last batch (its vectors can be reused by
         files moved elsewhere until then)."""
         parsed: list[tuple[FileRecord, list[Chunk]]] = []
         touched: list[FileRecord] = []
@@ -332,14 +409,20 @@ class Indexer:
                 )
             )
         outcomes = run_jobs(jobs, parse_workers(jobs))
+        batch_started = time.monotonic()
         with contextlib.closing(outcomes):  # (the workers stop if a write fails)
             for i, outcome in enumerate(outcomes):
                 info = outcome.job.info
-                if batch_chunks >= INDEX_BATCH_CHUNKS or batch_chars >= INDEX_BATCH_CHARS:
+                if parsed and (
+                    batch_chunks >= INDEX_BATCH_CHUNKS
+                    or batch_chars >= INDEX_BATCH_CHARS
+                    or time.monotonic() - batch_started >= INDEX_BATCH_SECONDS
+                ):
                     self._write(parsed, [], touched, report, emit, force_left, last=False)
                     parsed, touched = [], []
                     batch_docs = {}
                     batch_chunks = batch_chars = 0
+                    batch_started = time.monotonic()
                 if i % 50 == 0:
                     emit(Progress("parse", i, total, info.rel_path))
                 if outcome.vanished:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import os
 import stat as stat_mod
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -170,6 +171,30 @@ def is_markdown(name: str) -> bool:
 NOT_UTF8_NAME = "the name is not valid UTF-8: not indexed (a UTF-8 name is)"
 
 
+#: The longest path the system opens, in bytes (Linux's PATH_MAX, the final NUL counted).
+PATH_MAX = 4096
+TOO_LONG = f"the path is over {PATH_MAX - 1:,} bytes, longer than the system opens: not indexed"
+
+
+def too_long(path: str) -> bool:
+    return len(path) >= PATH_MAX // 4 and len(os.fsencode(path)) >= PATH_MAX
+
+
+#: A folder or file changed this recently may change again within the same tick of the file
+#: system's clock, its mtime unchanged (the "racy" entries of git's index): not trusted.
+RACY_NS = 2_000_000_000
+
+
+def settled_mtime(path: str) -> int:
+    """``path``'s mtime in ns, or -1 (never equal to one) when it is too recent to be trusted
+    (``RACY_NS``) or cannot be read."""
+    try:
+        mtime = os.stat(path).st_mtime_ns
+    except OSError:
+        return -1
+    return mtime if time.time_ns() - mtime > RACY_NS else -1
+
+
 def valid_name(name: str) -> bool:
     """Is ``name`` (as the OS gave it, undecodable bytes as surrogates) valid UTF-8?"""
     if name.isascii():
@@ -217,11 +242,27 @@ class Workspace:
         """Would discovery index this (file) path?"""
         return is_markdown(rel_path) and not self.rules.is_ignored(rel_path, is_dir=False)
 
-    def discover(self, skipped: list[Skipped] | None = None) -> Iterator[FileInfo]:
-        """Yield the markdown files, sorted, never following a symlink out of the workspace."""
+    def discover(
+        self, skipped: list[Skipped] | None = None, seen: dict[str, int] | None = None
+    ) -> Iterator[FileInfo]:
+        """Yield the markdown files, sorted, never following a symlink out of the workspace.
+
+        ``seen`` gets the mtime of each folder listed (``<folder>/``, the root ``/``) and of
+        each ignore file (``settled_mtime``): while none of them changes, no file was added,
+        removed or renamed and the ignore rules are the same (``Indexer``'s quick check)."""
         self.rules.invalidate()
         seen_real: set[Path] = set()
-        for dirpath, dirnames, filenames in os.walk(self.root, followlinks=False, onerror=None):
+
+        def unreadable(exc: OSError) -> None:  # a folder that cannot be listed
+            if skipped is not None and exc.filename is not None:
+                rel = self.rel(Path(os.fsdecode(exc.filename)))
+                if rel:
+                    reason = f"folder: cannot be read: {exc.strerror or exc}"
+                    skipped.append(Skipped(display_name(rel), reason))
+
+        for dirpath, dirnames, filenames in os.walk(
+            self.root, followlinks=False, onerror=unreadable
+        ):
             current = Path(dirpath)
             rel_dir = current.relative_to(self.root).as_posix()
             rel_dir = "" if rel_dir == "." else rel_dir
@@ -230,6 +271,13 @@ class Workspace:
                 dirnames[:] = []
                 continue
             seen_real.add(real_dir)
+            if seen is not None:
+                seen[f"{rel_dir}/"] = settled_mtime(dirpath)
+                for name in IGNORE_FILES:
+                    if name in filenames:
+                        seen[f"{rel_dir}/{name}".lstrip("/")] = settled_mtime(
+                            os.path.join(dirpath, name)
+                        )
             keep = []
             for d in sorted(dirnames):
                 rel = f"{rel_dir}/{d}" if rel_dir else d
@@ -239,7 +287,11 @@ class Workspace:
                     if skipped is not None:
                         skipped.append(Skipped(display_name(rel), "folder: " + NOT_UTF8_NAME))
                     continue
-                if (current / d).is_symlink():
+                if too_long(os.path.join(dirpath, d)):
+                    if skipped is not None:
+                        skipped.append(Skipped(rel, "folder: " + TOO_LONG))
+                    continue
+                if os.path.islink(os.path.join(dirpath, d)):
                     # inside: its files are indexed where they really are; outside: never
                     if not self.inside(current / d) and skipped is not None:
                         skipped.append(Skipped(rel, "symlink points outside the workspace"))
@@ -255,6 +307,10 @@ class Workspace:
                         skipped.append(Skipped(display_name(rel), NOT_UTF8_NAME))
                     continue
                 path = os.path.join(dirpath, name)
+                if too_long(path):
+                    if skipped is not None:
+                        skipped.append(Skipped(rel, TOO_LONG))
+                    continue
                 try:
                     st = os.lstat(path)  # one call; a symlink is never followed here
                 except OSError as exc:

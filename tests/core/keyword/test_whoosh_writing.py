@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from whoosh import index as whoosh_index
+from whoosh import query as Q
 from whoosh.fields import ID, TEXT, Schema
 
 from tui_search.core.keyword import index as lexical
@@ -132,8 +133,8 @@ def test_the_bulk_writer_processes_are_not_forked_from_the_indexing_process(
         assert task._popen.method == expected  # type: ignore[attr-defined]
         assert task.exitcode == 0  # type: ignore[attr-defined]
     assert bulk.doc_count() == single.doc_count() == 300
-    assert sorted(bulk.matching_keys(lexical.Q.Term("body", "getuserbyid"))) == sorted(
-        single.matching_keys(lexical.Q.Term("body", "getuserbyid"))
+    assert sorted(bulk.matching_keys(Q.Term("body", "getuserbyid"))) == sorted(
+        single.matching_keys(Q.Term("body", "getuserbyid"))
     )
     bulk.close()
     single.close()

@@ -13,7 +13,8 @@ from tests.conftest import SAMPLE_WORKSPACE
 from tui_search.config import Settings
 from tui_search.core.embedding import Model2VecEmbedder
 from tui_search.core.engine import SearchEngine
-from tui_search.core.keyword.index import HEADING_FIELDS, query_term_weights
+from tui_search.core.keyword.analysis import query_term_weights
+from tui_search.core.keyword.schema import HEADING_FIELDS
 from tui_search.core.ranking.fusion import (
     FusionParams,
     Scored,

@@ -14,7 +14,8 @@ from tests.conftest import rank_sample, write_files
 from tui_search.config import Settings, load_settings
 from tui_search.core.embedding import Model2VecEmbedder
 from tui_search.core.engine import SearchEngine
-from tui_search.core.keyword.index import LIKELIHOOD_FIELDS, text_analyzer
+from tui_search.core.keyword.analysis import text_analyzer
+from tui_search.core.keyword.schema import LIKELIHOOD_FIELDS
 from tui_search.core.ranking.fusion import (
     FusionParams,
     Scored,

@@ -12,7 +12,8 @@ from tests.conftest import write_files
 from tui_search.config import Settings
 from tui_search.core.embedding import Model2VecEmbedder
 from tui_search.core.engine import SearchEngine
-from tui_search.core.keyword.index import HEADING_FIELDS, TITLE_FIELD, query_term_weights
+from tui_search.core.keyword.analysis import query_term_weights
+from tui_search.core.keyword.schema import HEADING_FIELDS, TITLE_FIELD
 from tui_search.core.ranking.fusion import (
     TITLE_MATCH_FLOOR,
     FusionParams,
