@@ -24,7 +24,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import anyio
 from mcp import Client

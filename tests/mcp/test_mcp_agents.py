@@ -155,8 +155,8 @@ def test_grep_case_options_and_paging(agent: Agent) -> None:
     assert sensitive["paging"]["total"] < folded["paging"]["total"] == smart["paging"]["total"]
     first, _ = agent.ok("grep", {"pattern": "line", "path": "lines.md", "limit": 100})
     assert first["paging"]["total"] == 300 and first["paging"]["has_more"]
-    second, _ = agent.ok("grep", {"pattern": "x", "cursor": first["paging"]["next_cursor"]})
-    assert "different grep" in str(second) or second["matches"] == []
+    text = agent.error("grep", {"pattern": "x", "cursor": first["paging"]["next_cursor"]})
+    assert "different grep" in text
 
 
 def test_grep_pages_with_its_cursor(agent: Agent) -> None:

@@ -43,9 +43,15 @@ class Build:
     done: int = 0
     total: int = 0
     finished: bool = False
+    #: An index was there at start: only many new files count as building (a few changed
+    #: files are the watcher's kind of catching up)
+    resumed: bool = False
+    batch: int = BUILD_BATCH
 
     def text(self) -> str | None:
         if self.finished:
+            return None
+        if self.resumed and (self.total == 0 or self.total - self.done <= self.batch):
             return None
         if self.total == 0:
             return "building (scanning the workspace)"
@@ -74,7 +80,7 @@ class LiveIndex:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
-        self.build = Build()
+        self.build = Build(batch=self._batch)
         self.watcher: Any = None
         self.changes = ChangeLog()
         self._last_update: float | None = None
@@ -127,8 +133,9 @@ class LiveIndex:
             log.error("could not open the index: %s", self._open_error)
             self._opened.set()
             return
-        self._opened.set()
         engine = self._engine
+        self.build.resumed = engine.stats().documents > 0
+        self._opened.set()
         try:
             self._build_all(engine)
         except IndexBusyError as exc:
@@ -207,23 +214,20 @@ class LiveIndex:
         """Where the index stands, for every reply."""
         building = self.build.text()
         w = self.watcher
+        pending = 0
         if building is not None:
-            watcher, pending = "building", 0
+            watcher = "building"
+        elif not self.build.finished:
+            watcher = "reconciling"  # an index was there: checking it against the files
         elif w is None:
-            watcher, pending = ("off" if not self._watch else "starting"), 0
+            watcher = "starting" if self._watch else "off"
         else:
             watcher = w.state if w.running else "stopped"
             pending = w.pending_changes
         if self._watch_error and not watcher.startswith("error"):
             watcher = f"{watcher} ({self._watch_error})"
-        fresh = (
-            building is None
-            and watcher == "watching"
-            and pending == 0
-            and not self._unseen_writes()
-        )
-        if building is None and w is None and not self._watch:
-            fresh = not self._unseen_writes()
+        settled = watcher == "watching" or (watcher == "off" and self.build.finished)
+        fresh = settled and pending == 0 and not self._unseen_writes()
         return IndexState(
             fresh=fresh,
             pending_changes=pending,

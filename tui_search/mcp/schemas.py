@@ -171,8 +171,8 @@ class FileChange(BaseModel):
 
 
 class ChangesReply(BaseModel):
-    since: str | None = Field(description="Changes after this time (UTC, ISO)")
-    changes: list[FileChange] = Field(description="Oldest first; a file once, its latest change")
+    since: str | None = Field(default=None, description="Changes after this time (UTC, ISO)")
+    changes: list[FileChange] = Field(description="Oldest first")
     next_cursor: str = Field(description="Pass as `cursor` to get the changes after these")
     truncated: bool = Field(description="More changes than `limit`: call again with the cursor")
     index: IndexState

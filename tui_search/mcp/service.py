@@ -285,7 +285,7 @@ def resolve_search(args: dict[str, Any], cursor: str | None) -> tuple[dict[str, 
 
 
 def check_exact_terms(terms: list[str]) -> None:
-    from tui_search.core.keyword.index import identifiers_in, phrase_terms
+    from tui_search.core.keyword.analysis import identifiers_in, phrase_terms
 
     for t in terms:
         if t.strip() and not phrase_terms(t) and not identifiers_in(t):
@@ -297,7 +297,7 @@ def check_exact_terms(terms: list[str]) -> None:
 
 def literal_warnings(query: str) -> list[str]:
     """A quoted phrase or word with nothing searchable matches everything: say so."""
-    from tui_search.core.keyword.index import identifiers_in, phrase_terms
+    from tui_search.core.keyword.analysis import identifiers_in, phrase_terms
     from tui_search.core.plan import Phrase, Word
     from tui_search.core.query import compile_query, iter_nodes
 

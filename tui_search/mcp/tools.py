@@ -281,9 +281,9 @@ def read_tools(service: AgentService) -> list[Tool]:
             Field(max_length=MAX_FILTER_CHARS, description="A document to read by lines"),
         ] = None,
         from_line: Annotated[
-            StrictInt | None,
-            Field(ge=1, description="With `path`: the first line to read (1-based)"),
-        ] = None,
+            StrictInt,
+            Field(ge=0, description="With `path`: the first line to read (1-based; 0: none)"),
+        ] = 0,
         max_lines: Annotated[
             StrictInt, Field(ge=1, le=5000, description="With `from_line`: lines at most")
         ] = 200,
@@ -294,9 +294,9 @@ def read_tools(service: AgentService) -> list[Tool]:
         included, whether it was cut, and how to read on."""
 
         def work() -> ReadReply:
-            if from_line is not None or path is not None:
+            if from_line or path is not None:
                 doc = path or target
-                if doc is None or from_line is None or cursor is not None:
+                if doc is None or not from_line or cursor is not None:
                     raise TuiSearchError("a read by lines takes `path` and `from_line` only")
                 return service.read_lines(
                     path=doc, from_line=from_line, max_lines=max_lines, max_tokens=max_tokens
