@@ -421,7 +421,7 @@ def test_searches_during_the_build_answer_over_what_is_indexed(tmp_path: Path) -
     gate, paused = threading.Event(), threading.Event()
 
     def after_batch(build: Build) -> None:
-        if build.done == 10:
+        if build.done == 8:  # (the first batch: 8 files, then 10 a batch)
             paused.set()
             gate.wait(CALL_TIMEOUT)
 
@@ -435,12 +435,12 @@ def test_searches_during_the_build_answer_over_what_is_indexed(tmp_path: Path) -
         assert tools.tools
         assert paused.wait(CALL_TIMEOUT)
         status, text = agent.ok("status")
-        assert status["index"]["building"] == "building (10 of 30 files)"
-        assert "building (10 of 30 files)" in text
+        assert status["index"]["building"] == "building (8 of 30 files)"
+        assert "building (8 of 30 files)" in text
         data, text = agent.ok(
             "search", {"query": "buildword", "mode": "keyword", "limit": 50, "detail": "ids"}
         )
-        assert data["paging"]["total"] == 10
+        assert data["paging"]["total"] == 8
         assert any("cover only the files indexed so far" in w for w in data["warnings"])
         gate.set()
         assert live.wait_built(CALL_TIMEOUT)
@@ -448,4 +448,43 @@ def test_searches_during_the_build_answer_over_what_is_indexed(tmp_path: Path) -
         assert data["paging"]["total"] == 30 and "building" not in data["index"]
     finally:
         gate.set()
+        live.stop()
+
+
+# -- a folder swapped for a symlink while the server runs -----------------------------------
+def test_a_folder_swapped_for_a_symlink_out_leaks_nothing(tmp_path: Path) -> None:
+    import shutil
+
+    ws = tmp_path / "ws"
+    write_notes(ws, {"docs/inside.md": "# Inside\n\nplain notes.\n", "top.md": "# Top\n\nhi.\n"})
+    outside = tmp_path / "outside"
+    write_notes(outside, {"leak.md": "# Leak\n\nxylophonesecret lives outside.\n"})
+    settings = Settings(workspace=ws, index_dir=tmp_path / "index")
+    live = LiveIndex(lambda: SearchEngine(settings), watch=True)
+    live.run_inline()
+    agent = Agent(live)
+    try:
+        deadline = time.monotonic() + 60
+        while live.watcher.state != "watching" and time.monotonic() < deadline:
+            time.sleep(0.02)
+        shutil.rmtree(ws / "docs")
+        (ws / "docs").symlink_to(outside, target_is_directory=True)
+        (ws / "after.md").write_text("# After\n\nmarkerafterswap.\n")
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # the watcher has taken the swap (and what follows)
+            data, _ = agent.ok("search", {"query": "markerafterswap", "mode": "keyword"})
+            if data["hits"]:
+                break
+            time.sleep(0.1)
+        for args in (
+            {"query": "xylophonesecret", "detail": "full"},
+            {"query": "xylophonesecret", "mode": "keyword", "detail": "full"},
+            {"exact_terms": ["xylophonesecret"]},
+        ):
+            data, text = agent.ok("search", args)
+            assert "xylophonesecret" not in text and "xylophonesecret" not in json.dumps(data)
+        grep, text = agent.ok("grep", {"pattern": "xylophonesecret"})
+        assert grep["matches"] == [] and "xylophonesecret lives" not in text
+        assert "not an indexed" in agent.error("read", {"target": "docs/leak.md"})
+    finally:
         live.stop()

@@ -26,7 +26,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("tui_search.mcp")
 
-#: Files written (and committed) per batch while the first index builds.
+#: Files written (and committed) per batch while the first index builds: the first batch is
+#: small, so that a start stopped early keeps something, and each next one twice as big.
+FIRST_BATCH = 8
 BUILD_BATCH = 200
 #: How long a call waits for the engine to open before it is told to retry.
 OPEN_WAIT_S = 120.0
@@ -168,10 +170,13 @@ class LiveIndex:
         todo = [f.rel_path for f in found if known.get(f.rel_path) != (f.size, f.mtime_ns)]
         self.build.total = len(found)
         self.build.done = len(found) - len(todo)
-        for start in range(0, len(todo), self._batch):
+        start, size = 0, min(FIRST_BATCH, self._batch)
+        while start < len(todo):
             if self._stop.is_set():
                 return
-            batch = todo[start : start + self._batch]
+            batch = todo[start : start + size]
+            start += len(batch)
+            size = min(size * 2, self._batch)  # the first commits come soon
             # (the decoded postings are saved once, by the sync below)
             engine.indexer.apply_paths(batch, tables=False)
             self.build.done += len(batch)

@@ -120,5 +120,8 @@ def serve(
     except KeyboardInterrupt:
         pass
     finally:
+        # the batch being written is finished and committed, the workers end; a second
+        # SIGTERM does not cut that short (SIGKILL still does)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         live.stop()
     return 0
