@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tui_search.core.errors import NotFoundError, QueryError
+from tui_search.core.errors import NotFoundError, QueryError, TuiSearchError
 from tui_search.core.reading import Reading, decode_cursor
 from tui_search.core.tokens import cut_to_tokens, estimate_tokens
 from tui_search.mcp.budget import short
@@ -135,7 +135,7 @@ class ReadService:
                 continue
             try:
                 reply = self._read_within(target, context, left_bytes, left_tokens)
-            except QueryError as exc:
+            except TuiSearchError as exc:  # (a bad target does not spoil the others)
                 items.append(ReadManyItem(target=target, error=short(str(exc), 500)))
                 continue
             if reply is None:
