@@ -160,7 +160,7 @@ class ReadService:
             reply = self.read(target=target, context=context, max_tokens=budget, cursor=None)
             if _bytes(reply) <= max_bytes:
                 return reply
-            budget = budget * max_bytes // max(1, _bytes(reply)) - 10
+            budget = min(budget, reply.tokens) * max_bytes // max(1, _bytes(reply)) - 10
             if budget < 50:
                 break
         return None
