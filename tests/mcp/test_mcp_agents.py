@@ -325,12 +325,14 @@ def test_read_by_line_range(agent: Agent) -> None:
 
 
 def test_read_many_keeps_the_byte_cap(agent: Agent) -> None:
-    targets = ["db/backups.md", "big/longline.md", "db/pooling:sizing", "nope.md"]
+    targets = ["nope.md", "db/backups.md", "big/longline.md", "db/pooling:sizing"]
     data, _ = agent.ok("read_many", {"targets": targets, "max_bytes": 5000})
-    assert data["bytes"] <= 5000
+    assert 4000 < data["bytes"] <= 5000
     got = {i["target"]: i for i in data["items"]}
-    assert "Postgres point-in-time" in got["db/backups.md"]["read"]["parts"][0]["text"]
     assert "not an indexed" in got["nope.md"]["error"]
+    assert "Postgres point-in-time" in got["db/backups.md"]["read"]["parts"][0]["text"]
+    assert got["big/longline.md"]["read"]["truncated"]
+    assert data["skipped"] == ["db/pooling:sizing"]
 
 
 def test_document_resource_template(agent: Agent) -> None:

@@ -34,6 +34,8 @@ from tui_search.core.tokens import cut_to_tokens, estimate_tokens
 
 CONTEXTS = ("section", "with_siblings", "document")
 DEFAULT_MAX_TOKENS = 2000
+#: Tokens left over at a cut worth the start of the next line (a long line is read in parts).
+MIN_LINE_PART = 16
 MAX_TOKENS_LIMIT = 20000
 
 
@@ -316,21 +318,23 @@ def read_with_budget(
                 break
             take += 1
             cost += c
-        if take:
-            parts.append(_part(piece, lines, first, first + take - 1, cost, cut=True, col=col))
-            used += cost
-            next_pos = (n, first + take, 0)
-        elif not parts:  # the first line alone is over the budget: the part of it that fits
-            rest = lines[first - 1][col:]
-            end = cut_to_tokens(rest, budget - used - 1)
-            cost = estimate_tokens(rest[:end]) + 1
-            parts.append(_part(piece, lines, first, first, cost, cut=True, col=col, end=col + end))
-            used += cost
-            next_pos = (
-                (n, first, col + end) if col + end < len(lines[first - 1]) else (n, first + 1, 0)
-            )
-        else:
+        # the line that did not fit: as much of it as the budget has left
+        nxt, left, end = first + take, budget - used - cost, None
+        if left > 1 and (take == 0 or left >= MIN_LINE_PART):
+            line = lines[nxt - 1][col if take == 0 else 0 :]
+            k = cut_to_tokens(line, left - 1)
+            end = (col if take == 0 else 0) + k
+            cost += estimate_tokens(line[:k]) + 1
+        if take == 0 and end is None:  # nothing fits
             next_pos = (n, first, col)
+            break
+        upto = nxt if end is not None else nxt - 1
+        parts.append(_part(piece, lines, first, upto, cost, cut=True, col=col, end=end))
+        used += cost
+        if end is not None and end < len(lines[nxt - 1]):
+            next_pos = (n, nxt, end)
+        else:
+            next_pos = (n, upto + 1, 0)
         break
     next_cursor = (
         encode_cursor(file_path, file_hash, target, context, *next_pos) if next_pos else None
