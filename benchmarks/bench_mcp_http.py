@@ -76,7 +76,7 @@ async def http_round(url: str, pid: int) -> dict[str, float]:
     return {"connect": connect, "added": added, "search": search}
 
 
-async def stdio_round(corpus: Path, index: Path) -> dict[str, float]:
+async def stdio_round(corpus: Path, index: Path, http_pid: int) -> dict[str, float]:
     c = cmd(corpus, index)
     params = StdioServerParameters(command=c[0], args=c[1:], env=dict(os.environ))
     with open(os.devnull, "w") as null:
@@ -92,15 +92,16 @@ async def stdio_round(corpus: Path, index: Path) -> dict[str, float]:
             t = time.perf_counter()
             await second.call_tool("search", {"query": "how do I link notes", "limit": 5})
             search = time.perf_counter() - t
-            added = _stdio_rss(corpus)
+            added = _stdio_rss(corpus, http_pid)
     return {"connect": connect, "added": added, "search": search}
 
 
-def _stdio_rss(corpus: Path) -> float:
-    out = subprocess.run(["pgrep", "-f", f"--workspace {corpus} "], capture_output=True, text=True)
-    pids = [int(p) for p in out.stdout.split() if int(p) != os.getpid()]
-    mine = [p for p in pids if Path(f"/proc/{p}/cmdline").read_bytes().count(b"--http") == 0]
-    return max((rss_mb(p) for p in mine), default=0.0)
+def _stdio_rss(corpus: Path, http_pid: int) -> float:
+    """The stdio session's server: this process's child that is not the HTTP server."""
+    me = os.getpid()
+    kids = [int(c) for t in Path(f"/proc/{me}/task").iterdir()
+            for c in (t / "children").read_text().split()]  # fmt: skip
+    return sum(rss_mb(k) for k in kids if k != http_pid)
 
 
 def main() -> int:
@@ -129,7 +130,7 @@ def main() -> int:
         stdio: list[dict[str, float]] = []
         for _ in range(args.rounds):
             http.append(anyio.run(http_round, url, server.pid))
-            stdio.append(anyio.run(stdio_round, args.corpus, args.index_dir))
+            stdio.append(anyio.run(stdio_round, args.corpus, args.index_dir, server.pid))
     finally:
         server.send_signal(signal.SIGTERM)
         server.wait(60)
