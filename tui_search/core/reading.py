@@ -312,29 +312,10 @@ def read_with_budget(
         if piece.role in ("previous", "next", "parent", "lead") and parts:
             next_pos = (n, first, col)
             break
-        take, cost = 0, 0
-        for c in counts:
-            if cost + c > budget - used:
-                break
-            take += 1
-            cost += c
-        # the line that did not fit: as much of it as the budget has left
-        nxt, left, end = first + take, budget - used - cost, None
-        if left > 1 and (take == 0 or left >= MIN_LINE_PART):
-            line = lines[nxt - 1][col if take == 0 else 0 :]
-            k = cut_to_tokens(line, left - 1)
-            end = (col if take == 0 else 0) + k
-            cost += estimate_tokens(line[:k]) + 1
-        if take == 0 and end is None:  # nothing fits
-            next_pos = (n, first, col)
-            break
-        upto = nxt if end is not None else nxt - 1
-        parts.append(_part(piece, lines, first, upto, cost, cut=True, col=col, end=end))
-        used += cost
-        if end is not None and end < len(lines[nxt - 1]):
-            next_pos = (n, nxt, end)
-        else:
-            next_pos = (n, upto + 1, 0)
+        part, next_pos = _cut(piece, n, lines, first, col, counts, budget - used)
+        if part is not None:
+            parts.append(part)
+            used += part.tokens
         break
     next_cursor = (
         encode_cursor(file_path, file_hash, target, context, *next_pos) if next_pos else None
@@ -355,6 +336,33 @@ def read_with_budget(
         remaining=remaining,
         stale=text_hash != file_hash,
     )
+
+
+def _cut(
+    piece: Piece, n: int, lines: list[str], first: int, col: int, counts: list[int], left: int
+) -> tuple[Part | None, tuple[int, int, int]]:
+    """The lines of piece ``n`` from ``first`` (its first line from character ``col``) that
+    fit in ``left`` tokens, then as much of the line that did not fit as is left; and where
+    the next read goes on."""
+    take, cost = 0, 0
+    for c in counts:
+        if cost + c > left:
+            break
+        take += 1
+        cost += c
+    nxt, rest, end = first + take, left - cost, None
+    if rest > 1 and (take == 0 or rest >= MIN_LINE_PART):
+        line = lines[nxt - 1][col if take == 0 else 0 :]
+        k = cut_to_tokens(line, rest - 1)
+        end = (col if take == 0 else 0) + k
+        cost += estimate_tokens(line[:k]) + 1
+    if take == 0 and end is None:  # nothing fits
+        return None, (n, first, col)
+    upto = nxt if end is not None else nxt - 1
+    part = _part(piece, lines, first, upto, cost, cut=True, col=col, end=end)
+    if end is not None and end < len(lines[nxt - 1]):
+        return part, (n, nxt, end)
+    return part, (n, upto + 1, 0)
 
 
 def _part(

@@ -307,6 +307,10 @@ def read_tools(service: AgentService) -> list[Tool]:
 
         return reply(work, output, render.read_markdown)
 
+    return [make_tool(read, "Read a section or document"), read_many_tool(service)]
+
+
+def read_many_tool(service: AgentService) -> Tool:
     def read_many(
         targets: Annotated[
             list[Annotated[str, Field(max_length=MAX_FILTER_CHARS)]],
@@ -335,7 +339,7 @@ def read_tools(service: AgentService) -> list[Tool]:
             render.read_many_markdown,
         )
 
-    return [make_tool(read, "Read a section or document"), make_tool(read_many, "Read several")]
+    return make_tool(read_many, "Read several")
 
 
 def index_tools(service: AgentService) -> list[Tool]:
