@@ -274,19 +274,9 @@ def read_with_budget(
     if not 1 <= max_tokens <= MAX_TOKENS_LIMIT:
         raise QueryError(f"max_tokens must be between 1 and {MAX_TOKENS_LIMIT}")
     pieces = plan_read(sections, target, context)
-    start_piece, start_line, start_col = 0, 0, 0
-    if cursor is not None:
-        if cursor.file_path != file_path or cursor.target != target or cursor.context != context:
-            raise CursorError(
-                "the cursor belongs to a different read (document, section or context)"
-            )
-        if cursor.file_hash != file_hash[:16]:
-            raise CursorError(
-                f"{file_path} changed since this cursor was made; read it again without a cursor"
-            )
-        if cursor.piece >= len(pieces):
-            raise CursorError("the cursor is past the end of this read")
-        start_piece, start_line, start_col = cursor.piece, cursor.line, cursor.column
+    start_piece, start_line, start_col = _start(
+        cursor, file_path, file_hash, target, context, len(pieces)
+    )
     lines = text.split("\n")
     budget = max_tokens
     used = 0
@@ -336,6 +326,29 @@ def read_with_budget(
         remaining=remaining,
         stale=text_hash != file_hash,
     )
+
+
+def _start(
+    cursor: CursorPosition | None,
+    file_path: str,
+    file_hash: str,
+    target: str | None,
+    context: str,
+    pieces: int,
+) -> tuple[int, int, int]:
+    """Where a read starts (piece, line, character): where ``cursor`` says, once it is found
+    to belong to this read of this version of the document."""
+    if cursor is None:
+        return 0, 0, 0
+    if cursor.file_path != file_path or cursor.target != target or cursor.context != context:
+        raise CursorError("the cursor belongs to a different read (document, section or context)")
+    if cursor.file_hash != file_hash[:16]:
+        raise CursorError(
+            f"{file_path} changed since this cursor was made; read it again without a cursor"
+        )
+    if cursor.piece >= pieces:
+        raise CursorError("the cursor is past the end of this read")
+    return cursor.piece, cursor.line, cursor.column
 
 
 def _cut(
