@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 
 #: Entries kept (the oldest are dropped first).
 MAX_ENTRIES = 10_000
+#: Time a reply spends looking for indexed files written since the index took changes.
+SCAN_BUDGET_S = 0.01
 
 Sections = dict[str, tuple[str, ...]]
 
@@ -59,6 +61,10 @@ class ChangeLog:
         self._dirs_checked: dict[str, int] = {}
         self._root = ""
         self._ready = False
+        #: the indexed paths and their folders, for the freshness check (made when they change)
+        self._paths: list[str] = []
+        self._folders: list[str] = []
+        self._scan_at = 0
 
     def baseline(self, engine: SearchEngine) -> None:
         """The index as it is now: changes are counted from here."""
@@ -69,6 +75,7 @@ class ChangeLog:
             self._files = {p: {k: tuple(v) for k, v in s.items()} for p, s in files.items()}
             self._root = str(engine.workspace.root)
             self._ready = True
+            self._index_paths()
 
     def record(self, engine: SearchEngine, changed: list[str], removed: list[str]) -> None:
         """One batch the watcher applied."""
@@ -88,6 +95,17 @@ class ChangeLog:
                 old = self._files.pop(path, None)
                 if old is not None:
                     self._add(now, path, "removed", _diff(old, {}))
+            self._index_paths()
+
+    def _index_paths(self) -> None:
+        paths = sorted(self._files)
+        folders: set[str] = {""}
+        for rel in paths:
+            folder = rel.rpartition("/")[0]
+            while folder not in folders:
+                folders.add(folder)
+                folder = folder.rpartition("/")[0]
+        self._paths, self._folders = paths, sorted(folders)
 
     def _add(self, at: float, path: str, kind: str, sections: tuple[tuple[str, str], ...]) -> None:
         self._seq += 1
@@ -109,36 +127,48 @@ class ChangeLog:
 
     # -- writes not yet seen ---------------------------------------------------------------
     def newer_than(self, engine: SearchEngine, seen_until: float) -> bool:
-        """Whether a workspace file the index holds, or a folder of one, was written after
-        ``seen_until`` (a folder is written when a file in it is added, removed or renamed; a
-        folder whose markdown files are all as indexed is not counted again)."""
+        """Whether a workspace folder that holds indexed files, or an indexed file, was
+        written after ``seen_until`` (a folder is written when a file in it is added, removed
+        or renamed, as most editors save; a folder whose markdown files are all as indexed is
+        not counted again). Folders are checked on every call; files for up to
+        ``SCAN_BUDGET_S`` a call, going on where the last call stopped, so a large workspace
+        costs a reply little and a file edited in place is seen within a few replies."""
         with self._lock:
             if not self._ready:
                 return True
-            paths = list(self._files)
+            paths = self._paths
+            folders = self._folders
             root = self._root
         limit = int(seen_until * 1e9)
-        folders: set[str] = {""}
-        known = set(paths) | {p for p, _ in engine.stats().skipped}
-        for rel in paths:
-            folder = rel.rpartition("/")[0]
-            while folder not in folders:
-                folders.add(folder)
-                folder = folder.rpartition("/")[0]
-            try:
-                if os.stat(os.path.join(root, rel)).st_mtime_ns > limit:
-                    return True
-            except OSError:
-                return True  # removed, and not taken yet
+        known: set[str] | None = None
         for folder in folders:
             try:
                 mtime = os.stat(os.path.join(root, folder) if folder else root).st_mtime_ns
             except OSError:
                 return True
             if mtime > limit and self._dirs_checked.get(folder) != mtime:
-                if self._folder_changed(engine, folder, known, folders):
+                if known is None:
+                    known = set(paths) | {p for p, _ in engine.stats().skipped}
+                if self._folder_changed(engine, folder, known, set(folders)):
                     return True
                 self._dirs_checked[folder] = mtime
+        return self._files_newer(root, paths, limit)
+
+    def _files_newer(self, root: str, paths: list[str], limit: int) -> bool:
+        started = time.perf_counter()
+        n = len(paths)
+        start = self._scan_at % n if n else 0
+        for k in range(n):
+            rel = paths[(start + k) % n]
+            try:
+                if os.stat(os.path.join(root, rel)).st_mtime_ns > limit:
+                    return True
+            except OSError:
+                return True  # removed, and not taken yet
+            if time.perf_counter() - started > SCAN_BUDGET_S:
+                self._scan_at = start + k + 1
+                return False
+        self._scan_at = 0
         return False
 
     def _folder_changed(
