@@ -6,7 +6,7 @@ Indexes ``--workspace`` cold, in this process, into ``--index-dir`` (removed fir
 - the peak during the batch, sampled 5 times a second: summed over the process tree, ours
   alone, and the Whoosh writer processes' (the children) summed.
 
-Usage (the issue 13 rows; build the 275k workspace with ``bench_growth.py --copies 4 --keep``):
+Usage (build the 275k workspace with ``bench_growth.py --copies 4 --keep``):
     python benchmarks/bench_index_memory.py --workspace /tmp/g/powershell-x4/workspace \
         --index-dir /tmp/g/mem-index
 """
