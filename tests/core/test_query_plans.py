@@ -55,7 +55,7 @@ NATURAL = [
     "Results: mice in vitro; note: related work by foo:bar and C# code",
     "How does getUserById handle lumen.storage.s3 keys in snake_case_names?",
     "glucose restriction to 0.05% reduces RLS (replicative life span) by 20-40%",
-    "issue #42 and 10% of cases -- or more",
+    "issue #7 and 10% of cases -- or more",
 ]
 
 
@@ -209,7 +209,7 @@ def test_only_excluded_words_compile_to_the_plain_plan_with_a_warning() -> None:
     assert plan.plain_text == "-Message" and plan.tree is None
 
 
-# -- hostile queries (issue 14): results or one clear QueryError, never a crash ---------------
+# -- hostile queries: results or one clear QueryError, never a crash ---------------
 _CHAIN_WORDS = ["setup", "backup", "guides", "install", "a", "(setup", "backup)", '"x y"']
 
 
