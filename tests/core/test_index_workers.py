@@ -242,7 +242,6 @@ def test_workers_start_under_textuals_print_capture(tmp_path: Path) -> None:
             from pathlib import Path
             from textual.app import _PrintCapture
             from tui_search.core.keyword import index as lexical
-from tui_search.core.keyword.compile import LexicalParams, plain_query
             from tui_search.core.parse_jobs import ParseJob, run_jobs
             from tui_search.core.workspace import Workspace
             from tests.conftest import chunk_record
