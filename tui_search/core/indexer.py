@@ -202,6 +202,27 @@ class Indexer:
             progress(Progress("done", report.chunks, report.chunks))
         return report
 
+    def build(self, progress: ProgressCallback | None = None, *, batch_files: int) -> SyncReport:
+        """Bring the index up to date; a first index is written ``batch_files`` files at a
+        time, so a search already finds what is done while the rest is read and embedded.
+
+        Progress reports ``Progress("files", files done, files total, "<sections> sections")``
+        after each batch, and the inner stages of the batch in between.
+        """
+        if self.store.counts()[0] > 0:
+            return self.sync(progress, tables=True)
+        paths = sorted(info.rel_path for info in self.workspace.discover())
+        batch_files = max(1, batch_files)
+        for start in range(0, len(paths), batch_files):
+            batch = paths[start : start + batch_files]
+            # (the decoded postings are saved once, by the last sync: segments merge meanwhile)
+            report = self.apply_paths(batch, progress, tables=False)
+            if progress is not None:
+                done = start + len(batch)
+                progress(Progress("files", done, len(paths), f"{report.chunks} sections"))
+        # the files that changed meanwhile, skipped files
+        return self.sync(progress, tables=True)
+
     def apply_paths(
         self,
         paths: Iterable[str],

@@ -107,6 +107,9 @@ class QueryPlan:
     scope: frozenset[str] | None = None
     #: Every result holds each of these terms (``core.exact``), on every arm.
     exact_terms: tuple[str, ...] = ()
+    #: The query-language operators applied, as written (``tag:ops``, ``mode:keyword``,
+    #: ``-word``), shown with the results; () for plain text and literal fallbacks.
+    operators: tuple[str, ...] = ()
 
     @property
     def strict(self) -> bool:
