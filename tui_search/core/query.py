@@ -502,12 +502,12 @@ def compile_query(text: str) -> QueryPlan:
             return _fallback(
                 text, "a query that only excludes words would list everything without them"
             )
-        plan = _build(text, tree, directives)
+        plan = replace(_build(text, tree, directives), operators=written_operators(ast))
     except QuerySyntaxError as exc:
         return _fallback(text, str(exc))
     except Exception as exc:  # never fail a search on the query text
         return _fallback(text, f"could not be compiled ({type(exc).__name__}: {exc})")
-    return replace(plan, operators=written_operators(ast))
+    return plan
 
 
 def _build(text: str, tree: Node | None, d: Directives) -> QueryPlan:
