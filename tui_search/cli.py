@@ -13,9 +13,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from tui_search.core.errors import TuiSearchError
+from tui_search.core.plan import DEFAULT_MODE, EVAL_MODES, MODES
 
 if TYPE_CHECKING:  # settings load when a command runs: ``--help`` stays quick
     from tui_search.config import Settings
+    from tui_search.core.engine import SearchEngine
+    from tui_search.core.indexer import Progress
+    from tui_search.core.results import Hit
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -71,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_search = sub.add_parser("search", help="search the workspace")
     _add_common(p_search)
     p_search.add_argument("query", help="the query (see README: query language)")
-    p_search.add_argument("--mode", choices=["hybrid", "keyword", "semantic"], default="hybrid")
+    p_search.add_argument("--mode", choices=MODES, default=DEFAULT_MODE)
     p_search.add_argument("--limit", type=int, default=10)
     p_search.add_argument("--group", action="store_true", help="group results by document")
     p_search.add_argument("--explain", action="store_true", help="show how each score was made")
@@ -87,7 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p_eval.add_argument("--index-dir", type=Path, default=argparse.SUPPRESS)
     p_eval.add_argument("--model", default=argparse.SUPPRESS)
-    p_eval.add_argument("--modes", default="keyword,semantic,hybrid")
+    p_eval.add_argument("--modes", default=",".join(EVAL_MODES))
     p_eval.add_argument("--split", choices=["test", "train"], default="test")
     p_eval.add_argument("--json", action="store_true")
 
@@ -124,7 +128,7 @@ class ProgressPrinter:
         self.enabled = enabled
         self._last = 0.0
 
-    def __call__(self, p: Any) -> None:
+    def __call__(self, p: Progress) -> None:
         if not self.enabled:
             return
         now = time.monotonic()
@@ -144,7 +148,7 @@ class ProgressPrinter:
         sys.stderr.flush()
 
 
-def open_engine(settings: Settings) -> Any:
+def open_engine(settings: Settings) -> SearchEngine:
     from tui_search.core.engine import SearchEngine
 
     return SearchEngine(settings)
@@ -170,7 +174,7 @@ def cmd_index(args: argparse.Namespace) -> int:
         else:
             print(
                 f"indexed {report.documents} documents, {report.chunks} chunks "
-                f"({report.embedded} embedded, {report.removed} removed) in {report.took_ms / 1000:.2f}s"
+                f"({report.embedded} embedded, {len(report.removed)} removed) in {report.took_ms / 1000:.2f}s"
             )
             for note in report.repaired:
                 print(f"repaired: {note}")
@@ -191,7 +195,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     return 0
 
 
-def _fill_rerank(engine: Any, progress: ProgressPrinter) -> dict[str, Any]:
+def _fill_rerank(engine: SearchEngine, progress: ProgressPrinter) -> dict[str, Any]:
     """Make every missing re-ranker vector now (``index --rerank``)."""
     from tui_search.core.indexer import Progress
 
@@ -211,7 +215,7 @@ def _bold(text: str, tty: bool) -> str:
     return f"\x1b[1m{text}\x1b[0m" if tty else text
 
 
-def open_synced(args: argparse.Namespace) -> Any:
+def open_synced(args: argparse.Namespace) -> SearchEngine:
     """An engine whose index is brought up to date first, unless another process is writing
     (then the index is used as it is, and a note says so)."""
     engine = open_engine(settings_from(args))
@@ -252,7 +256,7 @@ def cmd_search(args: argparse.Namespace) -> int:
             f"({results.mode}{', re-ranked' if results.reranked else ''}, {results.took_ms:.0f} ms)"
         )
 
-        def show(h: Any, indent: str = "") -> None:
+        def show(h: Hit, indent: str = "") -> None:
             crumbs = " > ".join(h.heading_path) or h.title
             print(
                 f"{indent}{_bold(sanitize_terminal(h.file_path), tty)}:{h.line_start}  {sanitize_terminal(crumbs)}  [{h.relevance_score:.3f}]"

@@ -19,7 +19,7 @@ from tui_search.core.errors import (
     TuiSearchError,
 )
 from tui_search.core.index import SearchIndex
-from tui_search.core.indexer import Indexer, ProgressCallback, SyncReport
+from tui_search.core.indexer import Indexer, IndexReport, ProgressCallback
 from tui_search.core.keyword.index import LexicalParams
 from tui_search.core.plan import Mode, QueryPlan, as_mode
 from tui_search.core.ranking.fusion import FusionParams, Scored
@@ -122,12 +122,12 @@ class SearchEngine:
 
     def sync(
         self, progress: ProgressCallback | None = None, *, rebuild: bool = False
-    ) -> SyncReport:
+    ) -> IndexReport:
         return self.indexer.sync(progress, rebuild=rebuild, tables=True)
 
     def build(
         self, progress: ProgressCallback | None = None, *, batch_files: int | None = None
-    ) -> SyncReport:
+    ) -> IndexReport:
         """Bring the index up to date; a first index is written in batches of files, so a
         search already finds what is done while the rest is read and embedded
         (:meth:`Indexer.build`)."""
@@ -135,7 +135,7 @@ class SearchEngine:
 
     def try_sync(
         self, progress: ProgressCallback | None = None
-    ) -> tuple[SyncReport | None, str | None]:
+    ) -> tuple[IndexReport | None, str | None]:
         """Sync unless another process is writing; then say so and use the index as it is
         (a search never waits for someone else's long write)."""
         try:
@@ -145,7 +145,7 @@ class SearchEngine:
 
     def apply_paths(
         self, paths: Iterable[str], progress: ProgressCallback | None = None
-    ) -> SyncReport:
+    ) -> IndexReport:
         return self.indexer.apply_paths(paths, progress)
 
     def stats(self) -> IndexStats:
@@ -239,10 +239,6 @@ class SearchEngine:
 
     def section_ids(self) -> set[str]:
         return self.index.store.section_ids()
-
-    def has_files_under(self, folder: str) -> bool:
-        """Does the index hold any file below ``folder`` (a workspace-relative path)?"""
-        return self.index.store.has_files_under(folder)
 
     def graph(self) -> LinkGraph:
         """The link graph of the indexed documents (rebuilt when files change)."""

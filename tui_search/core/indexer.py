@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -30,7 +32,7 @@ from tui_search.core.memory import TRIM_AFTER_CHUNKS, release_free_memory
 from tui_search.core.parse_jobs import ParseJob, parse_workers, run_jobs
 from tui_search.core.store import ChunkRecord, FileRecord, Store, vector_key
 from tui_search.core.vectors import VectorIndex
-from tui_search.core.workspace import FileInfo, Skipped, Workspace
+from tui_search.core.workspace import IGNORE_FILES, FileInfo, Skipped, Workspace, is_markdown
 
 ProgressCallback = Callable[["Progress"], None]
 EMBED_BATCH = 2048
@@ -48,29 +50,103 @@ class Progress:
     message: str = ""
 
 
-@dataclass
-class SyncReport:
+@dataclass(frozen=True)
+class IndexReport:
+    """What one write did to the index (a sync, a batch of changed paths, a first index): the
+    files it changed and removed, what it embedded, and the index's totals after it. The one
+    report from the indexer to its callers (the CLI, the watcher, the app, the agent server).
+    """
+
+    #: Files and chunks in the whole index after the write.
     documents: int = 0
     chunks: int = 0
+    #: Texts embedded (new sections, and sections whose vector was missing).
     embedded: int = 0
-    removed: int = 0
-    changed_files: list[str] = field(default_factory=list)
-    removed_files: list[str] = field(default_factory=list)
-    skipped: list[Skipped] = field(default_factory=list)
-    repaired: list[str] = field(default_factory=list)
+    changed: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    #: Files left out or indexed with a warning, with the reason.
+    skipped: tuple[Skipped, ...] = ()
+    #: What was found damaged, or made by another version, and rebuilt.
+    repaired: tuple[str, ...] = ()
     took_ms: float = 0.0
     #: Something was written to the keyword index (new segments).
     wrote: bool = False
 
+    @property
+    def touched(self) -> bool:
+        """Did the write change anything searchable?"""
+        return bool(self.changed or self.removed or self.embedded)
+
     def to_json(self) -> dict[str, object]:
+        """The ``index --json`` summary."""
         return {
             "documents": self.documents,
             "chunks": self.chunks,
             "embedded": self.embedded,
-            "removed": self.removed,
+            "removed": len(self.removed),
             "skipped": [{"path": s.path, "reason": s.reason} for s in self.skipped],
             "took_ms": round(self.took_ms, 1),
         }
+
+    def batch_json(self) -> dict[str, object]:
+        """One line of ``index --watch --json``: the paths, what it cost."""
+        out: dict[str, object] = {
+            "changed": list(self.changed),
+            "removed": list(self.removed),
+            "embedded": self.embedded,
+            "chunks": self.chunks,
+            "took_ms": round(self.took_ms, 1),
+        }
+        if self.skipped:
+            out["skipped"] = [{"path": s.path, "reason": s.reason} for s in self.skipped]
+        return out
+
+    def summary(self) -> str:
+        """A short human line, e.g. for a status bar or the headless watch."""
+        parts = []
+        if self.changed:
+            parts.append(f"{len(self.changed)} changed")
+        if self.removed:
+            parts.append(f"{len(self.removed)} removed")
+        what = ", ".join(parts) or "no changes"
+        return f"{what}; {self.embedded} embedded, {self.chunks} chunks, {self.took_ms:.0f} ms"
+
+
+@dataclass
+class _Tally:
+    """What the batches of one write did so far (made into an :class:`IndexReport`)."""
+
+    embedded: int = 0
+    changed: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    wrote: bool = False
+
+
+@dataclass
+class _BatchPlan:
+    """What one write batch changes in Whoosh, and the stored vectors it drops."""
+
+    lexical_delete_paths: list[str] = field(default_factory=list)
+    lexical_delete_keys: list[str] = field(default_factory=list)
+    lexical_add: set[str] = field(default_factory=set)
+    old_vkeys: list[int] = field(default_factory=list)
+    #: Token rows that may have lost their last chunk.
+    old_hashes: set[str] = field(default_factory=set)
+
+
+@dataclass(frozen=True)
+class _BatchVectors:
+    """The vectors of one write batch: its chunks' (reused or new), and those made for
+    chunks elsewhere whose vector was missing."""
+
+    chunks: list[Chunk]
+    by_key: dict[str, np.ndarray]
+    missing: list[ChunkRecord]
+    missing_vectors: np.ndarray
+    #: Distinct token ids of the embedded texts (a token embedder), by content hash.
+    tokens: list[np.ndarray] | None
+    token_hashes: list[str]
+    embedded: int
 
 
 def chunk_record(c: Chunk) -> ChunkRecord:
@@ -146,6 +222,81 @@ class Indexer:
             return rel_path
         return doc
 
+    # -- which paths concern the index ----------------------------------------------------
+    def is_ignore_file(self, rel: str) -> bool:
+        """Is ``rel`` an ignore file in force (a change to it changes what is indexed)?"""
+        head, _, name = rel.rpartition("/")
+        if name not in IGNORE_FILES:
+            return False
+        return not head or not self.workspace.rules.is_ignored(head, is_dir=True)
+
+    def may_concern(self, rel: str, *, deleted: bool = False) -> bool:
+        """Could a change at ``rel`` (``deleted``: reported as a delete) change the index?
+        Names and ignore rules only, a stat at most: the watcher's filter for raw events."""
+        rules = self.workspace.rules
+        path = self.workspace.root / rel
+        if is_markdown(rel):
+            # a folder named like a file is checked again by :meth:`paths_to_apply`
+            return not rules.is_ignored(rel, is_dir=False) or path.is_dir()
+        if deleted or not os.path.lexists(path):
+            # something non-markdown that vanished matters only if it was a folder
+            return not rules.is_ignored(rel, is_dir=True)
+        if path.is_dir():
+            return not rules.is_ignored(rel, is_dir=True)
+        return False  # images, temporary files of atomic saves, ...
+
+    def paths_to_apply(self, rels: Iterable[str]) -> list[str]:
+        """The paths :meth:`apply_paths` must look at after changes at ``rels``: markdown files
+        the workspace rules want (there or gone), folders moved or copied in with their wanted
+        files (which raise no events of their own), and vanished folders the index holds files
+        below (:meth:`apply_paths` removes those)."""
+        ws = self.workspace
+        out: dict[str, None] = {}
+        invalidated = False
+        for rel in rels:
+            path = ws.root / rel
+            if path.is_dir():
+                if not invalidated:
+                    ws.rules.invalidate()  # a folder moved in may bring its own ignore files
+                    invalidated = True
+                if ws.rules.is_ignored(rel, is_dir=True):
+                    continue
+                out[rel] = None
+                out.update(dict.fromkeys(self._files_below(rel)))
+            elif ws.wants(rel):
+                out[rel] = None
+            elif not os.path.lexists(path) and self.store.has_files_under(rel):
+                out[rel] = None  # a folder that vanished (deleted or moved out)
+        return list(out)
+
+    def _files_below(self, rel_dir: str) -> Iterator[str]:
+        """The wanted markdown files below a folder, with the workspace's ignore rules."""
+        ws = self.workspace
+        top = ws.root / rel_dir
+        seen: set[Path] = set()
+        for dirpath, dirnames, filenames in os.walk(top, followlinks=True):
+            current = Path(dirpath)
+            try:
+                real = current.resolve()
+            except OSError:
+                dirnames[:] = []
+                continue
+            if real in seen or not ws.inside(current):
+                dirnames[:] = []
+                continue
+            seen.add(real)
+            rel_here = current.relative_to(ws.root).as_posix()
+            dirnames[:] = [
+                d
+                for d in sorted(dirnames)
+                if not ws.rules.is_ignored(f"{rel_here}/{d}", is_dir=True)
+            ]
+            for name in sorted(filenames):
+                rel = f"{rel_here}/{name}"
+                if ws.wants(rel):
+                    yield rel
+
+    # -- writes ---------------------------------------------------------------------------
     def sync(
         self,
         progress: ProgressCallback | None = None,
@@ -153,14 +304,15 @@ class Indexer:
         rebuild: bool = False,
         lock_timeout: float = 60.0,
         tables: bool = False,
-    ) -> SyncReport:
+    ) -> IndexReport:
         """Bring the index in line with the whole workspace (incremental unless ``rebuild``).
         Raises IndexBusyError when another process keeps writing for ``lock_timeout`` s.
 
         The keyword index's decoded postings are saved for the segments a write made, and
         for every segment missing them with ``tables`` (an index made before they existed)."""
         started = time.perf_counter()
-        report = SyncReport(repaired=list(self.repaired))
+        repaired = tuple(self.repaired)
+        tally = _Tally()
         with self.lock.hold(lock_timeout):
             self.repaired.clear()
             self._refresh_from_disk()
@@ -187,22 +339,20 @@ class Indexer:
                 discovered.__contains__,
                 known,
                 skipped,
-                report,
+                tally,
                 emit,
                 force=dirty,
             )
             with self.store.transaction() as conn:
                 self.store.set_skipped(conn, [(s.path, s.reason) for s in skipped])
         # (segments never change: no need to hold the lock)
-        self._store_postings(report, before, everything=tables)
-        report.skipped = skipped
-        report.documents, report.chunks = self.store.counts()
-        report.took_ms = (time.perf_counter() - started) * 1000
+        self._store_postings(tally.wrote, before, everything=tables)
+        report = self._report(tally, skipped, started, repaired)
         if progress:
             progress(Progress("done", report.chunks, report.chunks))
         return report
 
-    def build(self, progress: ProgressCallback | None = None, *, batch_files: int) -> SyncReport:
+    def build(self, progress: ProgressCallback | None = None, *, batch_files: int) -> IndexReport:
         """Bring the index up to date; a first index is written ``batch_files`` files at a
         time, so a search already finds what is done while the rest is read and embedded.
 
@@ -229,11 +379,12 @@ class Indexer:
         progress: ProgressCallback | None = None,
         *,
         tables: bool = True,
-    ) -> SyncReport:
-        """Apply a batch of changed paths (from the watcher): each is re-read or removed.
-        ``tables``: save the decoded postings of the segments written (see ``sync``)."""
+    ) -> IndexReport:
+        """Apply a batch of changed paths (from :meth:`paths_to_apply`): each file is re-read
+        or removed, a folder's vanished files removed. ``tables``: save the decoded postings
+        of the segments written (see ``sync``)."""
         started = time.perf_counter()
-        report = SyncReport()
+        tally = _Tally()
         with self.lock.hold():
             self._refresh_from_disk()
             before = self.lexical.segment_ids()
@@ -270,7 +421,7 @@ class Indexer:
                 exists,
                 known,
                 skipped,
-                report,
+                tally,
                 progress or (lambda p: None),
             )
             if skipped or removed:
@@ -279,22 +430,33 @@ class Indexer:
                     self.store.forget_skipped(conn, removed)
                     self.store.add_skipped(conn, [(s.path, s.reason) for s in skipped])
         if tables:
-            self._store_postings(report, before)
-        report.skipped = skipped
-        report.documents, report.chunks = self.store.counts()
-        report.took_ms = (time.perf_counter() - started) * 1000
-        return report
+            self._store_postings(tally.wrote, before)
+        return self._report(tally, skipped, started)
 
-    def _store_postings(
-        self, report: SyncReport, before: set[str], *, everything: bool = False
-    ) -> None:
+    def _report(
+        self, tally: _Tally, skipped: list[Skipped], started: float, repaired: tuple[str, ...] = ()
+    ) -> IndexReport:
+        documents, chunks = self.store.counts()
+        return IndexReport(
+            documents=documents,
+            chunks=chunks,
+            embedded=tally.embedded,
+            changed=tuple(tally.changed),
+            removed=tuple(tally.removed),
+            skipped=tuple(skipped),
+            repaired=repaired,
+            took_ms=(time.perf_counter() - started) * 1000,
+            wrote=tally.wrote,
+        )
+
+    def _store_postings(self, wrote: bool, before: set[str], *, everything: bool = False) -> None:
         """Decoded postings for the segments written since ``before`` (every segment missing
         them with ``everything``): a search that writes a few files never decodes a whole
         index made by an earlier version."""
         if everything:
             self.lexical.store_postings()
             self.lexical.store_segment_keys()
-        elif report.wrote:
+        elif wrote:
             self.lexical.store_postings(only=self.lexical.segment_ids() - before)
 
     # -- the write ----------------------------------------------------------------------
@@ -312,7 +474,7 @@ class Indexer:
         exists: Callable[[str], bool],
         known: dict[str, FileRecord],
         skipped: list[Skipped],
-        report: SyncReport,
+        tally: _Tally,
         emit: ProgressCallback,
         force: set[str] | None = None,
     ) -> None:
@@ -346,7 +508,7 @@ class Indexer:
             for i, outcome in enumerate(outcomes):
                 info = outcome.job.info
                 if batch_chunks >= INDEX_BATCH_CHUNKS or batch_chars >= INDEX_BATCH_CHARS:
-                    self._write(parsed, [], touched, report, emit, force_left, last=False)
+                    self._write(parsed, [], touched, tally, emit, force_left, last=False)
                     parsed, touched = [], []
                     batch_chunks = batch_chars = 0
                 if i % 50 == 0:
@@ -391,14 +553,14 @@ class Indexer:
                 batch_chunks += len(parsed_doc.chunks)
                 batch_chars += outcome.text_chars
         emit(Progress("parse", total, total))
-        self._write(parsed, removed, touched, report, emit, force_left, last=True)
+        self._write(parsed, removed, touched, tally, emit, force_left, last=True)
 
     def _write(
         self,
         parsed: list[tuple[FileRecord, list[Chunk]]],
         removed: list[str],
         touched: list[FileRecord],
-        report: SyncReport,
+        tally: _Tally,
         emit: ProgressCallback,
         force: set[str],
         *,
@@ -407,117 +569,141 @@ class Indexer:
         """One batch: manifest ``dirty``, Whoosh, usearch, then the manifest rows. ``force``
         holds the paths a crashed run left dirty and not yet rewritten: they stay recorded as
         dirty until a batch rewrites them (or the last batch ends)."""
-
         if touched and not parsed and not removed:
             with self.store.transaction() as conn:
                 self.store.touch_files(conn, [(r.path, r.size, r.mtime_ns) for r in touched])
         if not parsed and not removed and not self._missing_vectors():
             return
-
         changed_paths = [rec.path for rec, _ in parsed]
         in_flight = changed_paths + removed
         self.store.set_meta("dirty", json.dumps(sorted(set(in_flight) | force)))
-
-        # Which chunks need a new vector? Reuse any stored vector with the same content hash
-        # (unchanged sections, renamed or moved files, duplicated text).
-        old_vkeys: list[int] = []
-        lexical_delete_paths: list[str] = list(removed)
-        lexical_delete_keys: list[str] = []
-        lexical_add: set[str] = set()
-        old_hashes: set[str] = set()  # token rows that may have lost their last chunk
-        for path in removed:
-            gone_chunks = self.store.chunk_hashes(path).values()
-            old_vkeys.extend(v for _, v, _ in gone_chunks)
-            old_hashes.update(h for h, _, _ in gone_chunks)
-        for rec, chunks in parsed:
-            old_chunks = self.store.chunk_hashes(rec.path)
-            old_hashes.update(h for h, _, _ in old_chunks.values())
-            new_keys = {c.key for c in chunks}
-            gone = [k for k in old_chunks if k not in new_keys]
-            old_vkeys.extend(old_chunks[k][1] for k in gone)
-            if rec.path in force or not old_chunks:
-                # redo after a crash (or a new file): rewrite the whole file in Whoosh
-                lexical_delete_paths.append(rec.path)
-                lexical_add.update(new_keys)
-                continue
-            lexical_delete_keys.extend(gone)
-            for c in chunks:
-                prev = old_chunks.get(c.key)
-                if prev is None or prev[0] != c.content_hash or prev[2] != c.tags:
-                    lexical_add.add(c.key)
-                    if prev is not None:
-                        old_vkeys.append(prev[1])
-        new_chunks: list[Chunk] = [c for _, chunks in parsed for c in chunks]
-        reuse = self.store.vectors_by_hash({c.content_hash for c in new_chunks})
-        to_embed = [c for c in new_chunks if c.content_hash not in reuse]
-        # chunks whose vector is missing (model change, earlier failure) are embedded too
-        missing = self._missing_vectors(exclude_paths=set(in_flight))
-        texts = [c.embedding_text for c in to_embed] + [r.embedding_text for r in missing]
-        embedded, tokens = self._embed(texts, emit)
-        token_hashes = [c.content_hash for c in to_embed] + [r.content_hash for r in missing]
-        new_vectors: dict[str, np.ndarray] = {}
-        for c, vec in zip(to_embed, embedded[: len(to_embed)], strict=True):
-            new_vectors[c.key] = vec
-            reuse.setdefault(c.content_hash, vec)
-        for c in new_chunks:
-            if c.key not in new_vectors:
-                new_vectors[c.key] = reuse[c.content_hash]
-        missing_vectors = embedded[len(to_embed) :]
-        report.embedded += len(texts)
-
+        plan = self._plan_batch(parsed, removed, force)
+        vectors = self._batch_vectors(parsed, set(in_flight), emit)
+        tally.embedded += vectors.embedded
         emit(Progress("write", 0, 1, "writing indexes"))
-        records = [chunk_record(c) for c in new_chunks if c.key in lexical_add]
-
-        def write_vectors() -> None:
-            self.vectors.remove(old_vkeys)
-            if records:
-                self.vectors.upsert(
-                    np.array([r.vkey for r in records], dtype=np.uint64),
-                    np.stack([new_vectors[r.key] for r in records]),
-                )
-            if missing:
-                self.vectors.upsert(
-                    np.array([r.vkey for r in missing], dtype=np.uint64),
-                    np.asarray(missing_vectors),
-                )
-
-        # the vector graph is built (native code, the GIL released) while Whoosh writes
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="vectors") as pool:
-            vectors_done = pool.submit(write_vectors)
-            try:
-                self.lexical.write(lexical_delete_paths, records, delete_keys=lexical_delete_keys)
-                report.wrote = True
-            finally:
-                vectors_done.result()
+        records = [chunk_record(c) for c in vectors.chunks if c.key in plan.lexical_add]
+        self._write_indexes(plan, records, vectors)
+        tally.wrote = True
         # the vector file is not rewritten: the touched vector keys are logged with the rows
         # (O(change)); other processes replay the log, and it is folded into the file now and then
-        touched_vkeys = [*old_vkeys, *(r.vkey for r in records), *(r.vkey for r in missing)]
+        missing = vectors.missing
+        touched_vkeys = [*plan.old_vkeys, *(r.vkey for r in records), *(r.vkey for r in missing)]
         with self.store.transaction() as conn:
             self.store.log_vectors(conn, touched_vkeys)
             for path in removed:
                 self.store.remove_file(conn, path)
             for rec, chunks in parsed:
-                self.store.apply_file(conn, rec, chunks, new_vectors)
+                self.store.apply_file(conn, rec, chunks, vectors.by_key)
             self.store.touch_files(conn, [(r.path, r.size, r.mtime_ns) for r in touched])
             self.store.set_vectors(
-                conn, [(r.key, v) for r, v in zip(missing, missing_vectors, strict=True)]
+                conn, [(r.key, v) for r, v in zip(missing, vectors.missing_vectors, strict=True)]
             )
             self.store.update_file_vectors(conn, [*changed_paths, *(r.file_path for r in missing)])
-            if tokens is not None:
-                self.store.put_tokens(conn, zip(token_hashes, tokens, strict=True))
-            self.store.prune_tokens(conn, old_hashes)
+            if vectors.tokens is not None:
+                self.store.put_tokens(conn, zip(vectors.token_hashes, vectors.tokens, strict=True))
+            self.store.prune_tokens(conn, plan.old_hashes)
             force.difference_update(in_flight)
             if force and not last:
                 self.store.set_dirty(conn, sorted(force))
             else:
                 self.store.clear_dirty(conn)
         self.index.vectors_written()
-        if len(new_chunks) + len(missing) >= TRIM_AFTER_CHUNKS:
+        if len(vectors.chunks) + len(missing) >= TRIM_AFTER_CHUNKS:
             release_free_memory()  # a batch's garbage, or indexing memory grows with the workspace
-        report.changed_files.extend(changed_paths)
-        report.removed_files.extend(removed)
-        report.removed += len(removed)
+        tally.changed.extend(changed_paths)
+        tally.removed.extend(removed)
         emit(Progress("write", 1, 1))
+
+    def _plan_batch(
+        self, parsed: list[tuple[FileRecord, list[Chunk]]], removed: list[str], force: set[str]
+    ) -> _BatchPlan:
+        """What a batch changes in Whoosh (paths and keys to delete, keys to add) and which
+        stored vectors it drops."""
+        plan = _BatchPlan(lexical_delete_paths=list(removed))
+        for path in removed:
+            gone_chunks = self.store.chunk_hashes(path).values()
+            plan.old_vkeys.extend(v for _, v, _ in gone_chunks)
+            plan.old_hashes.update(h for h, _, _ in gone_chunks)
+        for rec, chunks in parsed:
+            old_chunks = self.store.chunk_hashes(rec.path)
+            plan.old_hashes.update(h for h, _, _ in old_chunks.values())
+            new_keys = {c.key for c in chunks}
+            gone = [k for k in old_chunks if k not in new_keys]
+            plan.old_vkeys.extend(old_chunks[k][1] for k in gone)
+            if rec.path in force or not old_chunks:
+                # redo after a crash (or a new file): rewrite the whole file in Whoosh
+                plan.lexical_delete_paths.append(rec.path)
+                plan.lexical_add.update(new_keys)
+                continue
+            plan.lexical_delete_keys.extend(gone)
+            for c in chunks:
+                prev = old_chunks.get(c.key)
+                if prev is None or prev[0] != c.content_hash or prev[2] != c.tags:
+                    plan.lexical_add.add(c.key)
+                    if prev is not None:
+                        plan.old_vkeys.append(prev[1])
+        return plan
+
+    def _batch_vectors(
+        self,
+        parsed: list[tuple[FileRecord, list[Chunk]]],
+        in_flight: set[str],
+        emit: ProgressCallback,
+    ) -> _BatchVectors:
+        """A vector for every chunk of the batch: any stored vector with the same content hash
+        is reused (unchanged sections, renamed or moved files, duplicated text), the rest is
+        embedded, with the chunks elsewhere whose vector is missing (model change, earlier
+        failure)."""
+        chunks: list[Chunk] = [c for _, file_chunks in parsed for c in file_chunks]
+        reuse = self.store.vectors_by_hash({c.content_hash for c in chunks})
+        to_embed = [c for c in chunks if c.content_hash not in reuse]
+        missing = self._missing_vectors(exclude_paths=in_flight)
+        texts = [c.embedding_text for c in to_embed] + [r.embedding_text for r in missing]
+        embedded, tokens = self._embed(texts, emit)
+        by_key: dict[str, np.ndarray] = {}
+        for c, vec in zip(to_embed, embedded[: len(to_embed)], strict=True):
+            by_key[c.key] = vec
+            reuse.setdefault(c.content_hash, vec)
+        for c in chunks:
+            if c.key not in by_key:
+                by_key[c.key] = reuse[c.content_hash]
+        return _BatchVectors(
+            chunks=chunks,
+            by_key=by_key,
+            missing=missing,
+            missing_vectors=embedded[len(to_embed) :],
+            tokens=tokens,
+            token_hashes=[c.content_hash for c in to_embed] + [r.content_hash for r in missing],
+            embedded=len(texts),
+        )
+
+    def _write_indexes(
+        self, plan: _BatchPlan, records: list[ChunkRecord], vectors: _BatchVectors
+    ) -> None:
+        """Whoosh and usearch; the vector graph is built (native code, the GIL released) while
+        Whoosh writes."""
+
+        def write_vectors() -> None:
+            self.vectors.remove(plan.old_vkeys)
+            if records:
+                self.vectors.upsert(
+                    np.array([r.vkey for r in records], dtype=np.uint64),
+                    np.stack([vectors.by_key[r.key] for r in records]),
+                )
+            if vectors.missing:
+                self.vectors.upsert(
+                    np.array([r.vkey for r in vectors.missing], dtype=np.uint64),
+                    np.asarray(vectors.missing_vectors),
+                )
+
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="vectors") as pool:
+            vectors_done = pool.submit(write_vectors)
+            try:
+                self.lexical.write(
+                    plan.lexical_delete_paths, records, delete_keys=plan.lexical_delete_keys
+                )
+            finally:
+                vectors_done.result()
 
     def _missing_vectors(self, exclude_paths: set[str] | None = None) -> list[ChunkRecord]:
         keys = [

@@ -15,6 +15,10 @@ from typing import Literal, Union, get_args
 Mode = Literal["hybrid", "keyword", "semantic"]
 #: Every mode, in the order the app cycles through them.
 MODES: tuple[Mode, ...] = get_args(Mode)
+#: The mode a search runs in unless asked otherwise.
+DEFAULT_MODE: Mode = "hybrid"
+#: The modes an evaluation reports by default: each arm alone, then their fusion.
+EVAL_MODES: tuple[Mode, ...] = ("keyword", "semantic", "hybrid")
 
 
 def as_mode(value: str) -> Mode:
@@ -144,6 +148,8 @@ def plan_plain(text: str) -> QueryPlan:
 
 
 __all__ = [
+    "DEFAULT_MODE",
+    "EVAL_MODES",
     "MODES",
     "And",
     "Field",
