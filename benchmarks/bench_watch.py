@@ -247,7 +247,7 @@ def main() -> int:
     # -- 3. the app's case: the watcher thread in the searching process ------------------------
     in_missing: list[int] = []
     if args.inprocess_burst:
-        from tui_search.core.indexer import IndexReport
+        from tui_search.core.results import IndexReport
         from tui_search.core.watcher import WorkspaceWatcher
 
         reports: list[IndexReport] = []

@@ -25,7 +25,7 @@ import watchfiles
 from tui_search.config import Settings
 from tui_search.core.engine import SearchEngine
 from tui_search.core.errors import IndexBusyError
-from tui_search.core.indexer import IndexReport
+from tui_search.core.results import IndexReport
 from tui_search.core.watcher import WorkspaceWatcher, run_headless_watch
 
 TIMEOUT = 10.0

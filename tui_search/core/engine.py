@@ -12,22 +12,23 @@ from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 from tui_search.config import Settings
 from tui_search.core import paging
 from tui_search.core.embedding import Embedder, Model2VecEmbedder, TokenEmbedder
-from tui_search.core.errors import (
-    IndexBusyError,
-    ModelError,
-    QueryError,
-    TuiSearchError,
-)
+from tui_search.core.errors import IndexBusyError, ModelError, QueryError, TuiSearchError
 from tui_search.core.index import SearchIndex
-from tui_search.core.indexer import Indexer, IndexReport, ProgressCallback
+from tui_search.core.indexer import Indexer, ProgressCallback
 from tui_search.core.keyword.index import LexicalParams
 from tui_search.core.plan import Mode, QueryPlan, as_mode
 from tui_search.core.ranking.fusion import FusionParams, Scored
 from tui_search.core.ranking.rerank import Reranker, RerankParams
 from tui_search.core.ranking.retriever import Retriever
-from tui_search.core.results import FusionWeights, IndexStats, IndexStatus, SearchResults
+from tui_search.core.results import (
+    FusionWeights,
+    IndexReport,
+    IndexStats,
+    IndexStatus,
+    SearchResults,
+)
 from tui_search.core.snippets import Highlighter
-from tui_search.core.status import index_status
+from tui_search.core.status import index_stats, index_status
 from tui_search.core.store import ChunkRecord, FileRecord
 from tui_search.core.textsafe import clean_query_text
 from tui_search.core.workspace import ReadResult, Workspace
@@ -148,22 +149,19 @@ class SearchEngine:
     ) -> IndexReport:
         return self.indexer.apply_paths(paths, progress)
 
+    @property
+    def model_name(self) -> str:
+        return getattr(self.embedder, "name", type(self.embedder).__name__)
+
     def stats(self) -> IndexStats:
-        docs, chunks = self.index.store.counts()
-        return IndexStats(
-            documents=docs,
-            chunks=chunks,
-            skipped=tuple(self.index.store.skipped()),
-            index_dir=self.index_dir,
-            model=getattr(self.embedder, "name", type(self.embedder).__name__),
-        )
+        return index_stats(self.index, model=self.model_name)
 
     def status(self) -> IndexStatus:
         """Everything the status screen shows about the index (reads the disk: a worker's job)."""
         return index_status(
             self.index,
             self.workspace,
-            model=getattr(self.embedder, "name", type(self.embedder).__name__),
+            model=self.model_name,
             max_file_bytes=self.settings.max_file_bytes,
             rerank=self.rerank_progress(),
         )

@@ -16,10 +16,9 @@ import contextlib
 import json
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
@@ -30,6 +29,7 @@ from tui_search.core.index import SearchIndex, WriterLock
 from tui_search.core.keyword.index import LexicalIndex
 from tui_search.core.memory import TRIM_AFTER_CHUNKS, release_free_memory
 from tui_search.core.parse_jobs import ParseJob, parse_workers, run_jobs
+from tui_search.core.results import IndexReport
 from tui_search.core.store import ChunkRecord, FileRecord, Store, vector_key
 from tui_search.core.vectors import VectorIndex
 from tui_search.core.workspace import IGNORE_FILES, FileInfo, Skipped, Workspace, is_markdown
@@ -48,68 +48,6 @@ class Progress:
     done: int
     total: int
     message: str = ""
-
-
-@dataclass(frozen=True)
-class IndexReport:
-    """What one write did to the index (a sync, a batch of changed paths, a first index): the
-    files it changed and removed, what it embedded, and the index's totals after it. The one
-    report from the indexer to its callers (the CLI, the watcher, the app, the agent server).
-    """
-
-    #: Files and chunks in the whole index after the write.
-    documents: int = 0
-    chunks: int = 0
-    #: Texts embedded (new sections, and sections whose vector was missing).
-    embedded: int = 0
-    changed: tuple[str, ...] = ()
-    removed: tuple[str, ...] = ()
-    #: Files left out or indexed with a warning, with the reason.
-    skipped: tuple[Skipped, ...] = ()
-    #: What was found damaged, or made by another version, and rebuilt.
-    repaired: tuple[str, ...] = ()
-    took_ms: float = 0.0
-    #: Something was written to the keyword index (new segments).
-    wrote: bool = False
-
-    @property
-    def touched(self) -> bool:
-        """Did the write change anything searchable?"""
-        return bool(self.changed or self.removed or self.embedded)
-
-    def to_json(self) -> dict[str, object]:
-        """The ``index --json`` summary."""
-        return {
-            "documents": self.documents,
-            "chunks": self.chunks,
-            "embedded": self.embedded,
-            "removed": len(self.removed),
-            "skipped": [{"path": s.path, "reason": s.reason} for s in self.skipped],
-            "took_ms": round(self.took_ms, 1),
-        }
-
-    def batch_json(self) -> dict[str, object]:
-        """One line of ``index --watch --json``: the paths, what it cost."""
-        out: dict[str, object] = {
-            "changed": list(self.changed),
-            "removed": list(self.removed),
-            "embedded": self.embedded,
-            "chunks": self.chunks,
-            "took_ms": round(self.took_ms, 1),
-        }
-        if self.skipped:
-            out["skipped"] = [{"path": s.path, "reason": s.reason} for s in self.skipped]
-        return out
-
-    def summary(self) -> str:
-        """A short human line, e.g. for a status bar or the headless watch."""
-        parts = []
-        if self.changed:
-            parts.append(f"{len(self.changed)} changed")
-        if self.removed:
-            parts.append(f"{len(self.removed)} removed")
-        what = ", ".join(parts) or "no changes"
-        return f"{what}; {self.embedded} embedded, {self.chunks} chunks, {self.took_ms:.0f} ms"
 
 
 @dataclass
@@ -262,39 +200,12 @@ class Indexer:
                 if ws.rules.is_ignored(rel, is_dir=True):
                     continue
                 out[rel] = None
-                out.update(dict.fromkeys(self._files_below(rel)))
+                out.update(dict.fromkeys(ws.files_below(rel)))
             elif ws.wants(rel):
                 out[rel] = None
             elif not os.path.lexists(path) and self.store.has_files_under(rel):
                 out[rel] = None  # a folder that vanished (deleted or moved out)
         return list(out)
-
-    def _files_below(self, rel_dir: str) -> Iterator[str]:
-        """The wanted markdown files below a folder, with the workspace's ignore rules."""
-        ws = self.workspace
-        top = ws.root / rel_dir
-        seen: set[Path] = set()
-        for dirpath, dirnames, filenames in os.walk(top, followlinks=True):
-            current = Path(dirpath)
-            try:
-                real = current.resolve()
-            except OSError:
-                dirnames[:] = []
-                continue
-            if real in seen or not ws.inside(current):
-                dirnames[:] = []
-                continue
-            seen.add(real)
-            rel_here = current.relative_to(ws.root).as_posix()
-            dirnames[:] = [
-                d
-                for d in sorted(dirnames)
-                if not ws.rules.is_ignored(f"{rel_here}/{d}", is_dir=True)
-            ]
-            for name in sorted(filenames):
-                rel = f"{rel_here}/{name}"
-                if ws.wants(rel):
-                    yield rel
 
     # -- writes ---------------------------------------------------------------------------
     def sync(

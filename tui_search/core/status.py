@@ -1,5 +1,6 @@
-"""What the status screen shows about an index: its size and age, what was skipped or warned,
-the ignore rules in force, and the link graph's shape (reads the disk: a worker's job)."""
+"""What the status bar and screen show about an index: its counts; its size and age, what was
+skipped or warned, the ignore rules in force, and the link graph's shape (reads the disk: a
+worker's job)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,20 @@ import os
 from pathlib import Path
 
 from tui_search.core.index import SearchIndex
-from tui_search.core.results import IgnoreFile, IndexStatus
+from tui_search.core.results import IgnoreFile, IndexStats, IndexStatus
 from tui_search.core.workspace import IGNORE_FILES, Workspace
+
+
+def index_stats(index: SearchIndex, *, model: str) -> IndexStats:
+    """The index's counts (cheap: the status bar's)."""
+    docs, chunks = index.store.counts()
+    return IndexStats(
+        documents=docs,
+        chunks=chunks,
+        skipped=tuple(index.store.skipped()),
+        index_dir=str(index.index_dir),
+        model=model,
+    )
 
 
 def index_status(

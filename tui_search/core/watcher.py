@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 import watchfiles
 
 from tui_search.core.errors import IndexBusyError
-from tui_search.core.indexer import IndexReport
+from tui_search.core.results import IndexReport
 
 if TYPE_CHECKING:
     from tui_search.core.engine import SearchEngine

@@ -231,6 +231,33 @@ class Workspace:
                     continue
                 yield FileInfo(rel, path, st.st_size, st.st_mtime_ns)
 
+    def files_below(self, rel_dir: str) -> Iterator[str]:
+        """The wanted markdown files below a folder (one moved or copied in), with the
+        ignore rules, never leaving the workspace."""
+        top = self.root / rel_dir
+        seen: set[Path] = set()
+        for dirpath, dirnames, filenames in os.walk(top, followlinks=True):
+            current = Path(dirpath)
+            try:
+                real = current.resolve()
+            except OSError:
+                dirnames[:] = []
+                continue
+            if real in seen or not self.inside(current):
+                dirnames[:] = []
+                continue
+            seen.add(real)
+            rel_here = current.relative_to(self.root).as_posix()
+            dirnames[:] = [
+                d
+                for d in sorted(dirnames)
+                if not self.rules.is_ignored(f"{rel_here}/{d}", is_dir=True)
+            ]
+            for name in sorted(filenames):
+                rel = f"{rel_here}/{name}"
+                if self.wants(rel):
+                    yield rel
+
     def stat(self, rel_path: str) -> FileInfo | None:
         """The regular file at ``rel_path``, or None (gone, outside, or not a regular file)."""
         found = self.lookup(rel_path)

@@ -40,7 +40,7 @@ from tui_search.core.textsafe import sanitize_terminal
 
 if TYPE_CHECKING:
     from tui_search.core.engine import SearchEngine
-    from tui_search.core.indexer import IndexReport
+    from tui_search.core.results import IndexReport
     from tui_search.core.watcher import WorkspaceWatcher
 
 log = logging.getLogger("tui_search.mcp")

@@ -47,7 +47,8 @@ from tui_search.ui.themes import DEFAULT_THEME, load_themes
 
 if TYPE_CHECKING:
     from tui_search.core.engine import SearchEngine
-    from tui_search.core.indexer import IndexReport, Progress
+    from tui_search.core.indexer import Progress
+    from tui_search.core.results import IndexReport
     from tui_search.core.watcher import WorkspaceWatcher
 
 #: Seconds the app waits at exit for an indexing thread to stop at its next progress report.

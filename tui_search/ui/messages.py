@@ -9,8 +9,7 @@ from textual.message import Message
 
 if TYPE_CHECKING:
     from tui_search.core.engine import SearchEngine
-    from tui_search.core.indexer import IndexReport
-    from tui_search.core.results import SearchResults
+    from tui_search.core.results import IndexReport, SearchResults
     from tui_search.ui.render import RenderedPreview
     from tui_search.ui.search_request import SearchRequest
 
