@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from tui_search.core.errors import TuiSearchError
 from tui_search.core.plan import DEFAULT_MODE, EVAL_MODES, MODES
+from tui_search.core.textsafe import one_line
 
 if TYPE_CHECKING:  # settings load when a command runs: ``--help`` stays quick
     from tui_search.config import Settings
     from tui_search.core.engine import SearchEngine
-    from tui_search.core.indexer import Progress
-    from tui_search.core.results import Hit
+    from tui_search.core.results import Hit, IndexReport, Progress
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -118,7 +118,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
 
 
 def _err(message: str) -> None:
-    print(f"tui-search: error: {message}", file=sys.stderr)
+    print(f"tui-search: error: {one_line(message)}", file=sys.stderr)
 
 
 class ProgressPrinter:
@@ -144,7 +144,7 @@ class ProgressPrinter:
                 f"\r\x1b[2K{p.stage:<6} [{'#' * filled}{'.' * (width - filled)}] {p.done}/{p.total}"
             )
         else:
-            sys.stderr.write(f"\r\x1b[2K{p.stage}: {p.message}")
+            sys.stderr.write(f"\r\x1b[2K{p.stage}: {one_line(p.message)}")
         sys.stderr.flush()
 
 
@@ -158,8 +158,8 @@ def cmd_index(args: argparse.Namespace) -> int:
     settings = settings_from(args)
     engine = open_engine(settings)
     try:
-        report = engine.sync(
-            ProgressPrinter(sys.stderr.isatty() and not args.json), rebuild=args.rebuild
+        report = _sync_waiting(
+            engine, ProgressPrinter(sys.stderr.isatty() and not args.json), args.rebuild
         )
         rerank = (
             _fill_rerank(engine, ProgressPrinter(sys.stderr.isatty() and not args.json))
@@ -177,15 +177,15 @@ def cmd_index(args: argparse.Namespace) -> int:
                 f"({report.embedded} embedded, {len(report.removed)} removed) in {report.took_ms / 1000:.2f}s"
             )
             for note in report.repaired:
-                print(f"repaired: {note}")
+                print(f"repaired: {one_line(note)}")
             for s in report.skipped:
-                print(f"skipped {s.path}: {s.reason}")
+                print(f"skipped {one_line(s.path)}: {one_line(s.reason)}")
             if rerank is not None:
                 print(
                     f"re-ranker: {rerank['made']} section vectors made, "
                     f"{rerank['ready']}/{rerank['sections']} ready in {rerank['took_s']:.1f}s"
                 )
-            print(f"index: {engine.index_dir}")
+            print(f"index: {one_line(str(engine.index_dir))}")
         if args.watch:
             from tui_search.core.watcher import run_headless_watch
 
@@ -195,9 +195,24 @@ def cmd_index(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sync_waiting(engine: SearchEngine, progress: ProgressPrinter, rebuild: bool) -> IndexReport:
+    """``engine.sync``; while another process is writing, a note says so and the sync waits
+    for it (``index`` and ``index --watch`` do not give up at start)."""
+    from tui_search.core.errors import IndexBusyError, IndexReadOnlyError
+
+    try:
+        return engine.sync(progress, rebuild=rebuild, lock_timeout=1.0)
+    except IndexReadOnlyError:
+        raise
+    except IndexBusyError:
+        note = "another tui-search process is updating this index; waiting for it"
+        print(f"tui-search: note: {note}", file=sys.stderr, flush=True)
+    return engine.sync(progress, rebuild=rebuild, lock_timeout=float("inf"))
+
+
 def _fill_rerank(engine: SearchEngine, progress: ProgressPrinter) -> dict[str, Any]:
     """Make every missing re-ranker vector now (``index --rerank``)."""
-    from tui_search.core.indexer import Progress
+    from tui_search.core.results import Progress
 
     started = time.perf_counter()
     ready, total = engine.rerank_progress() or (0, 0)
@@ -225,15 +240,13 @@ def open_synced(args: argparse.Namespace) -> SearchEngine:
         engine.close()
         raise
     for note in report.repaired if report is not None else engine.indexer.repaired:
-        print(f"tui-search: note: repaired: {note}", file=sys.stderr)
+        print(f"tui-search: note: repaired: {one_line(note)}", file=sys.stderr)
     if busy:
-        print(f"tui-search: note: {busy}; using the index as it is", file=sys.stderr)
+        print(f"tui-search: note: {one_line(busy)}; using the index as it is", file=sys.stderr)
     return engine
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    from tui_search.core.textsafe import sanitize_terminal
-
     engine = open_synced(args)
     try:
         results = engine.search(
@@ -246,7 +259,7 @@ def cmd_search(args: argparse.Namespace) -> int:
             snippet_chars=args.snippet_chars,
         )
         for w in results.warnings:
-            print(f"tui-search: warning: {w}", file=sys.stderr)
+            print(f"tui-search: warning: {one_line(w)}", file=sys.stderr)
         if args.json:
             print(json.dumps(results.to_json(), ensure_ascii=False))
             return 0
@@ -259,10 +272,11 @@ def cmd_search(args: argparse.Namespace) -> int:
         def show(h: Hit, indent: str = "") -> None:
             crumbs = " > ".join(h.heading_path) or h.title
             print(
-                f"{indent}{_bold(sanitize_terminal(h.file_path), tty)}:{h.line_start}  {sanitize_terminal(crumbs)}  [{h.relevance_score:.3f}]"
+                f"{indent}{_bold(one_line(h.file_path), tty)}:{h.line_start}  "
+                f"{one_line(crumbs)}  [{h.relevance_score:.3f}]"
             )
             left, right = ("\x1b[1;33m", "\x1b[0m") if tty else ("**", "**")
-            snippet = h.snippet.marked(left, right, escape=sanitize_terminal)
+            snippet = h.snippet.marked(left, right, escape=one_line)
             print(f"{indent}    {snippet}")
             if args.explain:
                 print(f"{indent}    {json.dumps(h.scores)}")
@@ -270,7 +284,8 @@ def cmd_search(args: argparse.Namespace) -> int:
         if results.documents is not None:
             for d in results.documents:
                 print(
-                    f"{_bold(sanitize_terminal(d.title), tty)} ({sanitize_terminal(d.file_path)}) best {d.best_score:.3f}, {d.match_count} matches"
+                    f"{_bold(one_line(d.title), tty)} ({one_line(d.file_path)}) "
+                    f"best {d.best_score:.3f}, {d.match_count} matches"
                 )
                 for h in d.passages:
                     show(h, "  ")
@@ -315,9 +330,10 @@ def cmd_graph(args: argparse.Namespace) -> int:
             print(json.dumps({"communities": [c.to_json() for c in communities]}))
         else:
             for i, c in enumerate(communities, 1):
-                print(f"community {i} ({len(c.documents)} documents): {', '.join(c.label_terms)}")
+                terms = one_line(", ".join(c.label_terms))
+                print(f"community {i} ({len(c.documents)} documents): {terms}")
                 for d in c.documents:
-                    print(f"    {d}")
+                    print(f"    {one_line(d)}")
         return 0
     finally:
         engine.close()

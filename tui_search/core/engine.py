@@ -14,8 +14,8 @@ from tui_search.core import paging
 from tui_search.core.embedding import Embedder, Model2VecEmbedder, TokenEmbedder
 from tui_search.core.errors import IndexBusyError, ModelError, QueryError, TuiSearchError
 from tui_search.core.index import SearchIndex
-from tui_search.core.indexer import Indexer, ProgressCallback
-from tui_search.core.keyword.index import LexicalParams
+from tui_search.core.indexer import Indexer
+from tui_search.core.keyword.compile import LexicalParams
 from tui_search.core.plan import Mode, QueryPlan, as_mode
 from tui_search.core.ranking.fusion import FusionParams, Scored
 from tui_search.core.ranking.rerank import Reranker, RerankParams
@@ -25,6 +25,7 @@ from tui_search.core.results import (
     IndexReport,
     IndexStats,
     IndexStatus,
+    ProgressCallback,
     SearchResults,
 )
 from tui_search.core.snippets import Highlighter
@@ -122,9 +123,15 @@ class SearchEngine:
         return str(self.index.index_dir)
 
     def sync(
-        self, progress: ProgressCallback | None = None, *, rebuild: bool = False
+        self,
+        progress: ProgressCallback | None = None,
+        *,
+        rebuild: bool = False,
+        lock_timeout: float = 60.0,
     ) -> IndexReport:
-        return self.indexer.sync(progress, rebuild=rebuild, tables=True)
+        """Bring the index in line with the workspace; IndexBusyError when another process
+        keeps writing for ``lock_timeout`` s (``float("inf")``: wait for it)."""
+        return self.indexer.sync(progress, rebuild=rebuild, tables=True, lock_timeout=lock_timeout)
 
     def build(
         self, progress: ProgressCallback | None = None, *, batch_files: int | None = None
@@ -140,7 +147,7 @@ class SearchEngine:
         """Sync unless another process is writing; then say so and use the index as it is
         (a search never waits for someone else's long write)."""
         try:
-            return self.indexer.sync(progress, lock_timeout=0.5), None
+            return self.indexer.sync(progress, lock_timeout=0.5, quick=True), None
         except IndexBusyError as exc:
             return None, str(exc)
 
@@ -253,14 +260,13 @@ class SearchEngine:
         return self._read_current(file_path).text
 
     def _read_current(self, file_path: str) -> ReadResult:
-        """Read an indexed path as it is now (never a file that resolves outside)."""
-        from tui_search.core.workspace import read_file
-
+        """Read an indexed path as it is now (never a file that resolves outside: the file is
+        opened once, with no symlink followed, see ``workspace.read_file``)."""
         info = self.workspace.stat(file_path)
-        if info is None or not self.workspace.inside(info.abs_path):
+        if info is None:
             raise TuiSearchError(f"{file_path} is no longer in the workspace")
         try:
-            return read_file(info, self.settings.max_file_bytes)
+            return self.workspace.read(info, self.settings.max_file_bytes)
         except (OSError, ValueError) as exc:
             raise TuiSearchError(f"cannot read {file_path}: {exc}") from exc
 

@@ -136,7 +136,8 @@ class QueryPlan:
 
 def plan_plain(text: str) -> QueryPlan:
     """The plan of text without operators: words ranked in both arms, none required."""
-    from tui_search.core.keyword.index import analyze, identifiers_in  # (whoosh: loaded when used)
+    # (whoosh: loaded when used)
+    from tui_search.core.keyword.analysis import analyze, identifiers_in
 
     return QueryPlan(
         text=text,

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from tui_search.core.keyword.index import analyze, identifiers_in
+from tui_search.core.keyword.analysis import analyze, identifiers_in
 from tui_search.core.plan import (
     MODES,
     And,

@@ -355,3 +355,14 @@ class IndexReport:
             parts.append(f"{len(self.removed)} removed")
         what = ", ".join(parts) or "no changes"
         return f"{what}; {self.embedded} embedded, {self.chunks} chunks, {self.took_ms:.0f} ms"
+
+
+@dataclass(frozen=True)
+class Progress:
+    stage: str  # "scan" | "parse" | "embed" | "write" | "done"
+    done: int
+    total: int
+    message: str = ""
+
+
+ProgressCallback = Callable[[Progress], None]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tui_search.core.index import SearchIndex
 from tui_search.core.results import IgnoreFile, IndexStats, IndexStatus
-from tui_search.core.workspace import IGNORE_FILES, Workspace
+from tui_search.core.workspace import IGNORE_FILES, Workspace, valid_name
 
 
 def index_stats(index: SearchIndex, *, model: str) -> IndexStats:
@@ -102,7 +102,8 @@ def ignore_files(workspace: Workspace) -> tuple[IgnoreFile, ...]:
         dirs[:] = sorted(
             d
             for d in dirs
-            if not workspace.rules.is_ignored(f"{rel_dir}/{d}".lstrip("/"), is_dir=True)
+            if valid_name(d)  # (what discovery skips: no name here that is not text)
+            and not workspace.rules.is_ignored(f"{rel_dir}/{d}".lstrip("/"), is_dir=True)
         )
         for name in IGNORE_FILES:
             if name in names:

@@ -18,11 +18,13 @@ writer (``engine.apply_paths`` / ``engine.sync``) while it runs:
    ones last, so a moved file finds its old vectors and embeds nothing), so a 1,000-file burst is
    written in a few commits and searches see progress in between.
 5. A slice that cannot be applied is never dropped: the index being busy (another process holds
-   the writer lock) keeps it pending and retries; any other failure schedules a full sync, retried
-   with a growing delay.
+   the writer lock) keeps it pending and retries (the state ``"waiting: ..."`` says so, then goes
+   back to ``"watching"``: a normal wait, not an error); any other failure schedules a full sync,
+   retried with a growing delay.
 
-A deleted workspace folder ends the watch with the state ``"error: workspace folder was
-deleted"`` (a clear message, never a traceback); the headless command then exits with status 1.
+A deleted workspace folder puts the watch in the state ``"waiting: workspace folder was
+deleted"`` (a clear message, never a traceback); once the folder is back the watch resumes with
+a full incremental sync. The index keeps what it had meanwhile.
 
 UI-free: no Textual, no Rich. Callbacks run on the watcher thread.
 """
@@ -45,6 +47,7 @@ import watchfiles
 
 from tui_search.core.errors import IndexBusyError
 from tui_search.core.results import IndexReport
+from tui_search.core.textsafe import one_line
 
 if TYPE_CHECKING:
     from tui_search.core.engine import SearchEngine
@@ -64,11 +67,16 @@ RETRY_FIRST_S = 1.0
 RETRY_MAX_S = 60.0
 
 DELETED_MESSAGE = "workspace folder was deleted"
+BUSY_MESSAGE = "another process is writing the index; changes are kept and retried"
 
 STATE_RECONCILING = "reconciling"
 STATE_WATCHING = "watching"
 STATE_STOPPED = "stopped"
 STATE_IDLE = "idle"
+#: The folder is gone: the watch resumes when it is back.
+STATE_DELETED = f"waiting: {DELETED_MESSAGE}"
+#: The index is busy: what is owed is retried.
+STATE_BUSY = f"waiting: {BUSY_MESSAGE}"
 
 
 @dataclass
@@ -260,21 +268,26 @@ class WorkspaceWatcher:
     # -- the thread ----------------------------------------------------------------------
     def _run(self, reconcile: bool) -> None:
         try:
-            if not self.root.is_dir():
-                self._fail(DELETED_MESSAGE)
-                return
             self._need_sync = reconcile
             restarts = 0
             while not self._stop.is_set():
+                if not self.root.is_dir():
+                    self._wait_for_root()
+                    continue
                 try:
                     self._watch_loop(force_polling=self.force_polling if restarts == 0 else True)
-                    break
+                    if self._stop.is_set():
+                        break
+                    # the folder was deleted (wait for it) or replaced: watch the new one, and
+                    # sync with it (what it holds now may differ in any way)
+                    self._need_sync = True
+                    self._pending.clear()
+                    continue
                 except Exception as exc:  # noqa: BLE001 - the notifier failed; say so, retry
                     if self._stop.is_set():
                         break
                     if not self.root.is_dir():
-                        self._fail(DELETED_MESSAGE)
-                        return
+                        continue
                     restarts += 1
                     if restarts > 3:
                         self._fail(f"the file watcher failed: {exc}")
@@ -293,8 +306,30 @@ class WorkspaceWatcher:
         self._error(message)
         self._set_state(f"error: {message}")
 
+    def _wait_for_root(self) -> None:
+        """The workspace folder is gone: say so once, wait until it is back (or the watch is
+        stopped), then owe a full sync (what it holds now may differ in any way)."""
+        self._set_state(STATE_DELETED)
+        while not self._stop.is_set() and not self.root.is_dir():
+            self._stop.wait(IDLE_TICK_MS / 1000)
+        self._need_sync = True
+        self._pending.clear()
+
+    def _root_identity(self) -> tuple[int, int] | None:
+        try:
+            st = os.stat(self.root)
+        except OSError:
+            return None
+        return (st.st_dev, st.st_ino)
+
     def _watch_loop(self, *, force_polling: bool | None) -> None:
+        """Watch until stopped, or until the workspace folder is deleted or replaced (the
+        notifier watches the folder it was given: a new one at the same path needs a new
+        watch)."""
         first = True
+        identity = self._root_identity()
+        if identity is None:
+            return
         for changes in watchfiles.watch(
             self.root,
             stop_event=self._stop,
@@ -310,9 +345,11 @@ class WorkspaceWatcher:
         ):
             if self._stop.is_set():
                 return
-            if not self.root.is_dir():
-                self._fail(DELETED_MESSAGE)
-                self._stop.set()
+            if self._root_identity() != identity or (watchfiles.Change.deleted, self._root_str) in (
+                changes or ()
+            ):
+                # deleted or replaced (a new folder may even get the old one's inode number):
+                # the caller waits for it, or watches the new one afresh
                 return
             if first:
                 # the notifier is set up now: changes from here on are queued while we sync
@@ -320,7 +357,8 @@ class WorkspaceWatcher:
                 if self._need_sync:
                     self._set_state(STATE_RECONCILING)
                     self._full_sync()
-                self._set_state(STATE_WATCHING)
+                if not self._busy_reported:
+                    self._set_state(STATE_WATCHING)
             if changes:
                 plan = self.plan(changes)
                 if plan.rules_changed:
@@ -407,8 +445,8 @@ class WorkspaceWatcher:
         return True
 
     def _schedule_retry(self, busy_message: str | None, *, busy: bool = False) -> None:
-        if busy and busy_message and not self._busy_reported:
-            self._error(f"{busy_message}; changes are kept and retried")
+        if busy and not self._busy_reported:
+            self._set_state(STATE_BUSY)  # a normal wait: a state, not an error
             self._busy_reported = True
         self._retry_at = time.monotonic() + self._retry_delay
         self._retry_delay = min(self._retry_delay * 2, RETRY_MAX_S)
@@ -417,6 +455,8 @@ class WorkspaceWatcher:
         self._retry_at = 0.0
         self._retry_delay = RETRY_FIRST_S
         self._busy_reported = False
+        if self.state == STATE_BUSY:
+            self._set_state(STATE_WATCHING)
 
 
 # -- headless: ``tui-search index --watch [--json]`` ------------------------------------------
@@ -425,10 +465,11 @@ def run_headless_watch(engine: SearchEngine, *, json_lines: bool = False) -> int
 
     With ``json_lines`` each batch is one JSON object on stdout; otherwise a short human line.
     Notices go to stderr. Returns 0 when stopped by the user, 1 when the watch cannot go on
-    (the workspace folder was deleted, the notifier keeps failing).
+    (the notifier keeps failing).
     """
     done = threading.Event()
     out_lock = threading.Lock()
+    root = one_line(str(engine.workspace.root))
     failure: list[str] = []
 
     def emit(line: str, stream: Any) -> None:
@@ -442,17 +483,27 @@ def run_headless_watch(engine: SearchEngine, *, json_lines: bool = False) -> int
         if json_lines:
             emit(json.dumps(report.batch_json(), ensure_ascii=False), sys.stdout)
         else:
-            names = ", ".join([*report.changed, *(f"-{p}" for p in report.removed)][:5])
+            names = ", ".join(
+                one_line(p) for p in [*report.changed, *(f"-{p}" for p in report.removed)][:5]
+            )
             more = len(report.changed) + len(report.removed) - 5
             if more > 0:
                 names += f" (+{more} more)"
             emit(f"{time.strftime('%H:%M:%S')} {report.summary()}: {names}", sys.stdout)
             for skipped in report.skipped:
-                emit(f"skipped {skipped.path}: {skipped.reason}", sys.stdout)
+                emit(f"skipped {one_line(skipped.path)}: {one_line(skipped.reason)}", sys.stdout)
 
     def on_state(state: str) -> None:
         if state == STATE_WATCHING and not json_lines:
-            emit(f"watching {engine.workspace.root} (Ctrl-C to stop)", sys.stderr)
+            emit(f"watching {root} (Ctrl-C to stop)", sys.stderr)
+        elif state == STATE_DELETED:
+            emit(
+                f"tui-search: warning: the workspace folder {root} was deleted; "
+                "watching resumes when it is back (Ctrl-C to stop)",
+                sys.stderr,
+            )
+        elif state == STATE_BUSY:
+            emit(f"tui-search: note: {BUSY_MESSAGE}", sys.stderr)
         elif state.startswith("error: "):
             failure.append(state[len("error: ") :])
             done.set()
@@ -460,9 +511,7 @@ def run_headless_watch(engine: SearchEngine, *, json_lines: bool = False) -> int
             done.set()
 
     def on_error(message: str) -> None:
-        if message == DELETED_MESSAGE:
-            return  # reported once, with the exit, below
-        emit(f"tui-search: warning: {message}", sys.stderr)
+        emit(f"tui-search: warning: {one_line(message)}", sys.stderr)
 
     watcher = WorkspaceWatcher(
         engine,
@@ -488,9 +537,6 @@ def run_headless_watch(engine: SearchEngine, *, json_lines: bool = False) -> int
         if in_main:
             signal.signal(signal.SIGTERM, previous)
     if failure:
-        reason = failure[0]
-        if reason == DELETED_MESSAGE:
-            reason = f"the workspace folder {engine.workspace.root} was deleted; stopped watching"
-        emit(f"tui-search: error: {reason}", sys.stderr)
+        emit(f"tui-search: error: {one_line(failure[0])}", sys.stderr)
         return 1
     return 0

@@ -23,12 +23,13 @@ from typing import TYPE_CHECKING, ClassVar, TypeVar
 from textual import work
 from textual.app import App, SuspendNotSupported
 from textual.binding import Binding, BindingType
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
 from tui_search.config import Settings
 from tui_search.core.errors import TuiSearchError
 from tui_search.core.results import FusionWeights
-from tui_search.core.textsafe import sanitize_terminal
+from tui_search.core.textsafe import one_line, sanitize_terminal
 from tui_search.ui.commands import SearchCommands
 from tui_search.ui.memory import WorkspaceMemory
 from tui_search.ui.messages import (
@@ -47,8 +48,7 @@ from tui_search.ui.themes import DEFAULT_THEME, load_themes
 
 if TYPE_CHECKING:
     from tui_search.core.engine import SearchEngine
-    from tui_search.core.indexer import Progress
-    from tui_search.core.results import IndexReport
+    from tui_search.core.results import IndexReport, Progress
     from tui_search.core.watcher import WorkspaceWatcher
 
 #: Seconds the app waits at exit for an indexing thread to stop at its next progress report.
@@ -132,6 +132,28 @@ class TuiSearchApp(App[int]):
             self.theme_warning = f"unknown theme {wanted!r}; using {DEFAULT_THEME}"
             wanted = DEFAULT_THEME if DEFAULT_THEME in self.available_themes else "textual-dark"
         self.theme = wanted
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """Every notification (the app's, a screen's or a widget's all come here) is text,
+        never markup: file names, section ids and query text in it are shown as they are
+        (``[link=...]`` or ``[@click=app.quit]`` in a name is neither a link nor an action),
+        and terminal controls, bidi overrides and zero-width characters are removed. The
+        ``markup`` argument is ignored."""
+        super().notify(
+            sanitize_terminal(message),
+            title=one_line(title),
+            severity=severity,
+            timeout=timeout,
+            markup=False,
+        )
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return {
@@ -289,8 +311,8 @@ class TuiSearchApp(App[int]):
         first = not self.index_ready
         self.index_ready = True
         self._search_screen.index_done(message.documents, message.chunks, message.error)
-        for note in message.repaired:  # workspace paths in it: shown as text, not markup
-            self.notify(note, title="Index repaired", severity="warning", timeout=10, markup=False)
+        for note in message.repaired:
+            self.notify(note, title="Index repaired", severity="warning", timeout=10)
         self.settle_memory()
         if first and self.watch_enabled:
             self._start_watcher()
