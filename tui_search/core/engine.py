@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 from tui_search.config import Settings
 from tui_search.core import paging
 from tui_search.core.embedding import Embedder, Model2VecEmbedder, TokenEmbedder
-from tui_search.core.errors import IndexBusyError, ModelError, QueryError, TuiSearchError
+from tui_search.core.errors import IndexBusyError, ModelError, QueryError
 from tui_search.core.index import SearchIndex
 from tui_search.core.indexer import Indexer
 from tui_search.core.keyword.compile import LexicalParams
@@ -260,15 +260,7 @@ class SearchEngine:
         return self._read_current(file_path).text
 
     def _read_current(self, file_path: str) -> ReadResult:
-        """Read an indexed path as it is now (never a file that resolves outside: the file is
-        opened once, with no symlink followed, see ``workspace.read_file``)."""
-        info = self.workspace.stat(file_path)
-        if info is None:
-            raise TuiSearchError(f"{file_path} is no longer in the workspace")
-        try:
-            return self.workspace.read(info, self.settings.max_file_bytes)
-        except (OSError, ValueError) as exc:
-            raise TuiSearchError(f"cannot read {file_path}: {exc}") from exc
+        return self.workspace.read_current(file_path, self.settings.max_file_bytes)
 
     def read(
         self,

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tui_search.core.errors import WorkspaceError
+from tui_search.core.errors import TuiSearchError, WorkspaceError
 
 MARKDOWN_SUFFIXES = (".md", ".markdown")
 IGNORE_FILES = (".gitignore", ".tuisearchignore")
@@ -382,6 +382,17 @@ class Workspace:
     def read(self, info: FileInfo, max_bytes: int) -> ReadResult:
         """Read one of this workspace's files (see :func:`read_file`)."""
         return read_file(info, max_bytes, root=self.root)
+
+    def read_current(self, rel_path: str, max_bytes: int) -> ReadResult:
+        """Read a path as it is now (never a file that resolves outside: the file is opened
+        once, with no symlink followed, see :func:`read_file`); a clear error otherwise."""
+        info = self.stat(rel_path)
+        if info is None:
+            raise TuiSearchError(f"{rel_path} is no longer in the workspace")
+        try:
+            return self.read(info, max_bytes)
+        except (OSError, ValueError) as exc:
+            raise TuiSearchError(f"cannot read {rel_path}: {exc}") from exc
 
 
 def decode_bytes(data: bytes) -> tuple[str, str]:

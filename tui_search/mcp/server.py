@@ -201,7 +201,7 @@ class SearchRequest:
 class AgentService:
     """What the tools do, on one engine; a watcher (optional) keeps the index live."""
 
-    def __init__(self, engine: SearchEngine) -> None:
+    def __init__(self, engine: "SearchEngine") -> None:
         self.engine = engine
         self.watcher: WorkspaceWatcher | None = None
         self._last_update: float | None = None
@@ -237,7 +237,7 @@ class AgentService:
             self.watcher.stop()
             self.watcher = None
 
-    def _on_batch(self, report: IndexReport) -> None:
+    def _on_batch(self, report: "IndexReport") -> None:
         with self._lock:
             self._last_update = time.time()
             self._watch_error = None
