@@ -271,3 +271,23 @@ def test_deep_nesting_is_a_clear_fallback(engine: SearchEngine, depth: int) -> N
         engine.rank(plan, "hybrid")
         if depth > 65:  # the first NOT of a chain is not nested
             assert any("nested more than 64" in w for w in plan.warnings)
+
+
+def test_the_plan_lists_the_operators_it_applied() -> None:
+    """Parsed once: the plan carries the operators as written, for showing with the results;
+    a literal search (plain text, a syntax error, too many terms) applied none."""
+    assert compile_query("NOT tag:draft").operators == ("-#draft",)
+    assert compile_query("backup -draft mode:keyword under:guides").operators == (
+        "mode:keyword",
+        "under:guides",
+        "-draft",
+    )
+    assert compile_query('path:docs/*.md NOT "foo bar"').operators == (
+        "path:docs/*.md",
+        '-"foo bar"',
+    )
+    assert compile_query("like:notes/a.md -draft").operators == ("like:notes/a.md", "-draft")
+    for literal in ("postgres backup", "-Message", "a AND", "tag:", "mode:bogus x"):
+        assert compile_query(literal).operators == (), literal
+    long = " ".join(f"w{i}" for i in range(300)) + " -y"
+    assert compile_query(long).warnings and compile_query(long).operators == ()
