@@ -42,7 +42,6 @@ from whoosh.analysis import (
 from whoosh.fields import ID, KEYWORD, TEXT, Schema
 from whoosh.formats import Frequency, Positions
 from whoosh.index import EmptyIndexError
-from whoosh.scoring import BM25F
 from whoosh.searching import Searcher
 from whoosh.system import pack_uint
 
@@ -50,7 +49,13 @@ from tui_search.config import Settings
 from tui_search.core.chunking import section_of
 from tui_search.core.errors import IndexError_
 from tui_search.core.keyword import files as whoosh_files
-from tui_search.core.keyword.bm25 import FastBM25, flatten_disjunction, on_disk, segment_id_of
+from tui_search.core.keyword.bm25 import (
+    FastBM25,
+    LiveBM25F,
+    flatten_disjunction,
+    on_disk,
+    segment_id_of,
+)
 from tui_search.core.keyword.segcache import SegmentCache
 from tui_search.core.store import ChunkRecord, vector_key
 
@@ -656,7 +661,9 @@ class LexicalIndex:
                 ix = whoosh_files.open_dir(str(self.directory))
                 # the searcher that proves the index readable is the one searches use (opening
                 # one copies every segment's term file into memory: 65 ms at 69k chunks)
-                searcher = ix.searcher(weighting=BM25F(B=self.params.b, K1=self.params.k1))
+                searcher = ix.searcher(
+                    weighting=LiveBM25F(self._fast, B=self.params.b, K1=self.params.k1)
+                )
                 searcher.doc_count()
                 whoosh_files.check_segments(searcher.reader())
                 self._searcher = searcher
@@ -708,7 +715,9 @@ class LexicalIndex:
             else:
                 old.close()
         if self._searcher is None:
-            self._searcher = self.ix.searcher(weighting=BM25F(B=self.params.b, K1=self.params.k1))
+            self._searcher = self.ix.searcher(
+                weighting=LiveBM25F(self._fast, B=self.params.b, K1=self.params.k1)
+            )
         return self._searcher
 
     def _pin(self) -> Searcher:
