@@ -546,7 +546,8 @@ def test_after_many_edits_the_keyword_ranking_is_a_clean_builds(tmp_path: Path) 
     queries = [*QUERIES, "backup AND restore", '"restore from backup"', "query -photo"]
     for q in queries:
         edited = [
-            (h.section_id, round(h.relevance_score, 9)) for h in e.search(q, mode="keyword", limit=10).hits
+            (h.section_id, round(h.relevance_score, 9))
+            for h in e.search(q, mode="keyword", limit=10).hits
         ]
         fresh = [
             (h.section_id, round(h.relevance_score, 9))
