@@ -175,7 +175,7 @@ def test_a_script_without_a_main_guard_can_parse_in_workers(tmp_path: Path) -> N
         )
     )
     done = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=False
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=300, check=False
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["top level ran", "parsed True"], done.stderr
@@ -268,7 +268,7 @@ from tui_search.core.keyword.compile import LexicalParams, plain_query
         [sys.executable, str(script)],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=300,
         check=False,
         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
     )
