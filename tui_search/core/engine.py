@@ -217,7 +217,7 @@ class SearchEngine:
 
     def status(self) -> IndexStatus:
         """Everything the status screen shows about the index (reads the disk: a worker's job)."""
-        from tui_search.core.workspace import IGNORE_FILES, valid_name
+        from tui_search.core.workspace import IGNORE_FILES, read_text_inside, valid_name
 
         store = self.index.store
         docs, chunks = store.counts()
@@ -249,8 +249,8 @@ class SearchEngine:
             for name in IGNORE_FILES:
                 if name in names:
                     try:
-                        text = (Path(folder) / name).read_text(encoding="utf-8", errors="replace")
-                    except OSError:
+                        text = read_text_inside(root, Path(folder) / name)
+                    except (OSError, ValueError):  # unreadable, or a symlink: never followed
                         continue
                     rules = tuple(
                         line.strip()
