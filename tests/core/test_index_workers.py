@@ -175,7 +175,7 @@ def test_a_script_without_a_main_guard_can_parse_in_workers(tmp_path: Path) -> N
         )
     )
     done = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=False
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=300, check=False
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["top level ran", "parsed True"], done.stderr
@@ -267,7 +267,7 @@ def test_workers_start_under_textuals_print_capture(tmp_path: Path) -> None:
         [sys.executable, str(script)],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=300,
         check=False,
         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
     )

@@ -29,8 +29,10 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SearchEngine]:
         mp.setenv("TUI_SEARCH_CONFIG_DIR", str(base / "config"))
         ws = base / "ws"
         shutil.copytree(SAMPLE_WORKSPACE, ws, symlinks=True)
+        # (no re-ranker: these tests are about plans, and a property test runs 150 of them)
         eng = SearchEngine(
-            Settings(workspace=ws, index_dir=base / "index"), embedder=FakeEmbedder()
+            Settings(workspace=ws, index_dir=base / "index", rerank_depth=0),
+            embedder=FakeEmbedder(),
         )
         eng.sync()
         yield eng

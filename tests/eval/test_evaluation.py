@@ -390,7 +390,7 @@ def test_two_evaluations_of_one_archive_at_once_take_turns_unpacking_it(
 
     first = threading.Thread(target=run)
     first.start()
-    assert started.wait(10)
+    assert started.wait(60)
     second = threading.Thread(target=run)
     second.start()
     first.join()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tui_search.core.index import SearchIndex
 from tui_search.core.results import IgnoreFile, IndexStats, IndexStatus
-from tui_search.core.workspace import IGNORE_FILES, Workspace, valid_name
+from tui_search.core.workspace import IGNORE_FILES, Workspace, read_text_inside, valid_name
 
 
 def index_stats(index: SearchIndex, *, model: str) -> IndexStats:
@@ -108,8 +108,8 @@ def ignore_files(workspace: Workspace) -> tuple[IgnoreFile, ...]:
         for name in IGNORE_FILES:
             if name in names:
                 try:
-                    text = (Path(folder) / name).read_text(encoding="utf-8", errors="replace")
-                except OSError:
+                    text = read_text_inside(root, Path(folder) / name)
+                except (OSError, ValueError):  # unreadable, or a symlink: never followed
                     continue
                 rules = tuple(
                     line.strip()

@@ -118,8 +118,8 @@ class IgnoreRules:
             p = abs_dir / name
             try:
                 if p.is_file():
-                    lines.extend(p.read_text(encoding="utf-8", errors="replace").splitlines())
-            except OSError:
+                    lines.extend(read_text_inside(self.root, p).splitlines())
+            except (OSError, ValueError):  # unreadable, or a symlink: never followed
                 continue
         spec = _compile(lines) if lines else None
         self._specs[rel_dir] = spec  # type: ignore[assignment]
@@ -499,6 +499,18 @@ def open_inside(root: str | Path, path: str | Path) -> int:
             os.close(fd)
             raise OutsideError("the file left the workspace while it was opened: not read")
     return fd
+
+
+def read_text_inside(root: str | Path, path: str | Path, max_bytes: int = 1_000_000) -> str:
+    """A small text file of the workspace (an ignore file), opened as :func:`read_file` opens
+    a note. Raises OSError or ValueError (a symlink, outside, not a regular file)."""
+    fd = open_inside(root, path)
+    with os.fdopen(fd, "rb") as fh:
+        kind = special_kind(os.fstat(fd).st_mode)
+        if kind is not None:
+            raise ValueError(not_regular_reason(kind))
+        data = fh.read(max_bytes)
+    return decode_bytes(data)[0]
 
 
 def read_file(info: FileInfo, max_bytes: int, *, root: str | Path) -> ReadResult:

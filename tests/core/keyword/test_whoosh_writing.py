@@ -167,7 +167,7 @@ def test_a_script_without_a_main_guard_can_bulk_write(tmp_path: Path) -> None:
         )
     )
     done = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=False
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=300, check=False
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["top level ran", "documents 200"], done.stderr
