@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import stat as stat_mod
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tui_search.core.errors import WorkspaceError
+from tui_search.core.errors import TuiSearchError, WorkspaceError
 
 MARKDOWN_SUFFIXES = (".md", ".markdown")
 IGNORE_FILES = (".gitignore", ".tuisearchignore")
@@ -21,6 +23,15 @@ class FileInfo:
     abs_path: str | Path  # a str from discovery (no Path built per file)
     size: int
     mtime_ns: int
+    ino: int = 0
+    ctime_ns: int = 0
+
+    @property
+    def stamp(self) -> tuple[int, int, int, int]:
+        """Size, mtime, inode and ctime: a replacement that keeps the size and mtime (``cp -p``,
+        ``rsync -a``, ``mv``) has another inode or ctime (its bytes are then hashed: a file
+        touched but not changed is not parsed again)."""
+        return (self.size, self.mtime_ns, self.ino, self.ctime_ns)
 
 
 @dataclass(frozen=True)
@@ -107,8 +118,8 @@ class IgnoreRules:
             p = abs_dir / name
             try:
                 if p.is_file():
-                    lines.extend(p.read_text(encoding="utf-8", errors="replace").splitlines())
-            except OSError:
+                    lines.extend(read_text_inside(self.root, p).splitlines())
+            except (OSError, ValueError):  # unreadable, or a symlink: never followed
                 continue
         spec = _compile(lines) if lines else None
         self._specs[rel_dir] = spec  # type: ignore[assignment]
@@ -156,6 +167,53 @@ def is_markdown(name: str) -> bool:
     return name.lower().endswith(MARKDOWN_SUFFIXES)
 
 
+#: Why a file whose name is not UTF-8 is skipped (the index stores names as text).
+NOT_UTF8_NAME = "the name is not valid UTF-8: not indexed (a UTF-8 name is)"
+
+
+#: The longest path the system opens, in bytes (Linux's PATH_MAX, the final NUL counted).
+PATH_MAX = 4096
+TOO_LONG = f"the path is over {PATH_MAX - 1:,} bytes, longer than the system opens: not indexed"
+
+
+def too_long(path: str) -> bool:
+    return len(path) >= PATH_MAX // 4 and len(os.fsencode(path)) >= PATH_MAX
+
+
+#: A folder or file changed this recently may change again within the same tick of the file
+#: system's clock, its mtime unchanged (the "racy" entries of git's index): not trusted.
+RACY_NS = 2_000_000_000
+
+
+def settled_mtime(path: str) -> int:
+    """``path``'s mtime in ns, or -1 (never equal to one) when it is too recent to be trusted
+    (``RACY_NS``) or cannot be read."""
+    try:
+        mtime = os.stat(path).st_mtime_ns
+    except OSError:
+        return -1
+    return mtime if time.time_ns() - mtime > RACY_NS else -1
+
+
+def valid_name(name: str) -> bool:
+    """Is ``name`` (as the OS gave it, undecodable bytes as surrogates) valid UTF-8?"""
+    if name.isascii():
+        return True
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def display_name(name: str) -> str:
+    """A name that is not UTF-8 as text that can be stored and shown: each byte that does
+    not decode becomes ``\\xNN`` (``caf\\xe9.md``)."""
+    if valid_name(name):
+        return name
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 class Workspace:
     def __init__(self, root: Path, *, extra_ignored: tuple[Path, ...] = ()) -> None:
         root = root.expanduser()
@@ -184,11 +242,27 @@ class Workspace:
         """Would discovery index this (file) path?"""
         return is_markdown(rel_path) and not self.rules.is_ignored(rel_path, is_dir=False)
 
-    def discover(self, skipped: list[Skipped] | None = None) -> Iterator[FileInfo]:
-        """Yield the markdown files, sorted, never following a symlink out of the workspace."""
+    def discover(
+        self, skipped: list[Skipped] | None = None, seen: dict[str, int] | None = None
+    ) -> Iterator[FileInfo]:
+        """Yield the markdown files, sorted, never following a symlink out of the workspace.
+
+        ``seen`` gets the mtime of each folder listed (``<folder>/``, the root ``/``) and of
+        each ignore file (``settled_mtime``): while none of them changes, no file was added,
+        removed or renamed and the ignore rules are the same (``Indexer``'s quick check)."""
         self.rules.invalidate()
         seen_real: set[Path] = set()
-        for dirpath, dirnames, filenames in os.walk(self.root, followlinks=False, onerror=None):
+
+        def unreadable(exc: OSError) -> None:  # a folder that cannot be listed
+            if skipped is not None and exc.filename is not None:
+                rel = self.rel(Path(os.fsdecode(exc.filename)))
+                if rel:
+                    reason = f"folder: cannot be read: {exc.strerror or exc}"
+                    skipped.append(Skipped(display_name(rel), reason))
+
+        for dirpath, dirnames, filenames in os.walk(
+            self.root, followlinks=False, onerror=unreadable
+        ):
             current = Path(dirpath)
             rel_dir = current.relative_to(self.root).as_posix()
             rel_dir = "" if rel_dir == "." else rel_dir
@@ -197,12 +271,27 @@ class Workspace:
                 dirnames[:] = []
                 continue
             seen_real.add(real_dir)
+            if seen is not None:
+                seen[f"{rel_dir}/"] = settled_mtime(dirpath)
+                for name in IGNORE_FILES:
+                    if name in filenames:
+                        seen[f"{rel_dir}/{name}".lstrip("/")] = settled_mtime(
+                            os.path.join(dirpath, name)
+                        )
             keep = []
             for d in sorted(dirnames):
                 rel = f"{rel_dir}/{d}" if rel_dir else d
                 if self.rules.is_ignored(rel, is_dir=True):
                     continue
-                if (current / d).is_symlink():
+                if not valid_name(d):
+                    if skipped is not None:
+                        skipped.append(Skipped(display_name(rel), "folder: " + NOT_UTF8_NAME))
+                    continue
+                if too_long(os.path.join(dirpath, d)):
+                    if skipped is not None:
+                        skipped.append(Skipped(rel, "folder: " + TOO_LONG))
+                    continue
+                if os.path.islink(os.path.join(dirpath, d)):
                     # inside: its files are indexed where they really are; outside: never
                     if not self.inside(current / d) and skipped is not None:
                         skipped.append(Skipped(rel, "symlink points outside the workspace"))
@@ -213,7 +302,15 @@ class Workspace:
                 rel = f"{rel_dir}/{name}" if rel_dir else name
                 if not is_markdown(name) or self.rules.is_ignored(rel, is_dir=False):
                     continue
+                if not valid_name(name):
+                    if skipped is not None:
+                        skipped.append(Skipped(display_name(rel), NOT_UTF8_NAME))
+                    continue
                 path = os.path.join(dirpath, name)
+                if too_long(path):
+                    if skipped is not None:
+                        skipped.append(Skipped(rel, TOO_LONG))
+                    continue
                 try:
                     st = os.lstat(path)  # one call; a symlink is never followed here
                 except OSError as exc:
@@ -229,7 +326,28 @@ class Workspace:
                     if skipped is not None:
                         skipped.append(Skipped(rel, not_regular_reason(kind)))
                     continue
-                yield FileInfo(rel, path, st.st_size, st.st_mtime_ns)
+                yield FileInfo(rel, path, st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
+
+    def files_below(self, rel_dir: str) -> Iterator[str]:
+        """The wanted markdown files below a folder (one moved or copied in), with the ignore
+        rules and the full sync's symlink rule (a symlinked folder is never entered;
+        ``lookup`` skips a symlinked file)."""
+        top = self.root / rel_dir
+        if os.path.realpath(top) != str(top):
+            return  # the folder is a symlink, or below one
+        for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
+            current = Path(dirpath)
+            rel_here = current.relative_to(self.root).as_posix()
+            dirnames[:] = [
+                d
+                for d in sorted(dirnames)
+                if not self.rules.is_ignored(f"{rel_here}/{d}", is_dir=True)
+                and not os.path.islink(os.path.join(dirpath, d))
+            ]
+            for name in sorted(filenames):
+                rel = f"{rel_here}/{name}"
+                if self.wants(rel):
+                    yield rel
 
     def stat(self, rel_path: str) -> FileInfo | None:
         """The regular file at ``rel_path``, or None (gone, outside, or not a regular file)."""
@@ -237,12 +355,21 @@ class Workspace:
         return found if isinstance(found, FileInfo) else None
 
     def lookup(self, rel_path: str) -> FileInfo | Skipped | None:
-        """Like :meth:`stat`, but a FIFO, socket or device comes back as a :class:`Skipped`."""
+        """Like :meth:`stat`, but a FIFO, socket or device, or a name that is not UTF-8,
+        comes back as a :class:`Skipped`.
+
+        The full sync's rule: a path with a symlink anywhere in it is never indexed (one that
+        points inside is an alias of a file indexed under its real path; one that points
+        outside is skipped, with a reason when the file itself is the link)."""
+        if not valid_name(rel_path):
+            return Skipped(display_name(rel_path), NOT_UTF8_NAME)
         p = self.root / rel_path
         try:
-            if p.is_symlink() and not self.inside(p):
+            if os.path.realpath(p) != str(p):
+                if p.is_symlink() and not self.inside(p):
+                    return Skipped(rel_path, "symlink points outside the workspace")
                 return None
-            st = p.stat()
+            st = p.lstat()
         except OSError:
             return None
         kind = special_kind(st.st_mode)
@@ -250,7 +377,22 @@ class Workspace:
             return None
         if kind is not None:
             return Skipped(rel_path, not_regular_reason(kind))
-        return FileInfo(rel_path, p, st.st_size, st.st_mtime_ns)
+        return FileInfo(rel_path, p, st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
+
+    def read(self, info: FileInfo, max_bytes: int) -> ReadResult:
+        """Read one of this workspace's files (see :func:`read_file`)."""
+        return read_file(info, max_bytes, root=self.root)
+
+    def read_current(self, rel_path: str, max_bytes: int) -> ReadResult:
+        """Read a path as it is now (never a file that resolves outside: the file is opened
+        once, with no symlink followed, see :func:`read_file`); a clear error otherwise."""
+        info = self.stat(rel_path)
+        if info is None:
+            raise TuiSearchError(f"{rel_path} is no longer in the workspace")
+        try:
+            return self.read(info, max_bytes)
+        except (OSError, ValueError) as exc:
+            raise TuiSearchError(f"cannot read {rel_path}: {exc}") from exc
 
 
 def decode_bytes(data: bytes) -> tuple[str, str]:
@@ -288,16 +430,100 @@ def _cut(data: bytes, limit: int) -> bytes:
     return head
 
 
-def read_file(info: FileInfo, max_bytes: int) -> ReadResult:
-    """Read and decode one regular file, at most ``max_bytes`` of it (a larger file is cut at a
-    line break and ``cut_from`` says so). Raises OSError (vanished, unreadable) or ValueError
-    (not a regular file, binary)."""
+class OutsideError(ValueError):
+    """The path leads out of the workspace (a symlink, or ``..``): never read."""
+
+
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_PROC_FD = Path("/proc/self/fd")
+
+
+def open_inside(root: str | Path, path: str | Path) -> int:
+    """A read-only file descriptor for ``path``, a file below ``root``, opened once, with no
+    symlink followed on the way: the workspace folder, then each folder relative to the one
+    above it, then the file itself, each with ``O_NOFOLLOW``. Whatever is swapped in
+    meanwhile (a folder or the file replaced by a symlink to elsewhere), the descriptor is of
+    a file inside ``root``. Raises :class:`OutsideError` for a path that leaves ``root`` or has
+    a symlink in it, OSError when it cannot be opened.
+
+    ``O_NONBLOCK``: a file that became a FIFO since it was listed must not block the open."""
+    root_s = os.fspath(root)
+    rel = os.path.relpath(os.fspath(path), root_s)
+    parts = rel.split(os.sep)
+    if os.path.isabs(rel) or any(p in ("", os.curdir, os.pardir) for p in parts):
+        raise OutsideError("outside the workspace: never read")
+    flags = os.O_RDONLY | os.O_NONBLOCK | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    if os.open not in os.supports_dir_fd or not _NOFOLLOW:  # no openat: check, then verify
+        full = os.path.join(root_s, rel)
+        if os.path.realpath(full) != os.path.join(os.path.realpath(root_s), rel):
+            raise OutsideError("a symlink in the path: never followed")
+        fd = os.open(full, flags)
+        if os.path.samestat(os.fstat(fd), os.lstat(full)):
+            return fd
+        os.close(fd)
+        raise OutsideError("the file changed while it was opened: not read")
+    try:  # the workspace folder itself swapped for a symlink: refused as well
+        dir_fd = os.open(root_s, _DIR_FLAGS | _NOFOLLOW)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR) and os.path.islink(root_s):
+            raise OutsideError("the workspace folder is a symlink now: never followed") from None
+        raise
+    try:
+        for depth, part in enumerate(parts[:-1], 1):
+            try:
+                sub = os.open(part, _DIR_FLAGS | _NOFOLLOW, dir_fd=dir_fd)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR) and os.path.islink(
+                    os.path.join(root_s, *parts[:depth])
+                ):
+                    raise OutsideError("a symlink in the path: never followed") from None
+                raise
+            os.close(dir_fd)
+            dir_fd = sub
+        try:
+            fd = os.open(parts[-1], flags, dir_fd=dir_fd)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise OutsideError("a symlink: never followed") from None
+            raise
+    finally:
+        os.close(dir_fd)
+    if _PROC_FD.is_dir():  # a folder moved out of the workspace while it was walked
+        try:
+            real: str | None = os.readlink(_PROC_FD / str(fd))
+        except OSError:
+            real = None
+        real_root = os.path.realpath(root_s)
+        if real is not None and not real.startswith(real_root.rstrip(os.sep) + os.sep):
+            os.close(fd)
+            raise OutsideError("the file left the workspace while it was opened: not read")
+    return fd
+
+
+def read_text_inside(root: str | Path, path: str | Path, max_bytes: int = 1_000_000) -> str:
+    """A small text file of the workspace (an ignore file), opened as :func:`read_file` opens
+    a note. Raises OSError or ValueError (a symlink, outside, not a regular file)."""
+    fd = open_inside(root, path)
+    with os.fdopen(fd, "rb") as fh:
+        kind = special_kind(os.fstat(fd).st_mode)
+        if kind is not None:
+            raise ValueError(not_regular_reason(kind))
+        data = fh.read(max_bytes)
+    return decode_bytes(data)[0]
+
+
+def read_file(info: FileInfo, max_bytes: int, *, root: str | Path) -> ReadResult:
+    """Read and decode one regular file of the workspace at ``root``: the only way a
+    workspace file is read. At most ``max_bytes`` of it (a larger file is cut at a line break
+    and ``cut_from`` says so). The file is opened once, without following a symlink
+    (:func:`open_inside`). Raises OSError (vanished, unreadable) or ValueError (not a regular
+    file, binary, a symlink or outside the workspace)."""
     import hashlib
 
-    # O_NONBLOCK: a file that became a FIFO since it was listed must not block the open;
-    # fstat then tells what was really opened, and only a regular file is read.
-    fd = os.open(info.abs_path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    fd = open_inside(root, info.abs_path)
     with os.fdopen(fd, "rb") as fh:
+        # fstat tells what was really opened: only a regular file is read
         kind = special_kind(os.fstat(fd).st_mode)
         if kind is not None:
             raise ValueError(not_regular_reason(kind))

@@ -38,10 +38,11 @@ without the program's main script (see ``tui_search.core.processes``).
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import tui_search.core.startup  # noqa: F401  (before Whoosh: see its docstring)
-from tui_search.core.processes import make_queue, popen
+from tui_search.core.processes import end_with_owner, make_queue, popen
 
 # isort: split
 from whoosh.multiproc import MpWriter, SubWriterTask
@@ -81,11 +82,19 @@ def merge_bounded(writer: Any, segments: list[Any]) -> list[Any]:
 
 class _WriterProcess(SubWriterTask):
     """Whoosh's writer process, started from ``worker_context()`` instead of the default, and
-    without the main script."""
+    without the main script; it ends when the process that started it is gone."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.owner = os.getpid()
 
     @staticmethod
     def _Popen(process_obj: Any) -> Any:  # noqa: N802 - multiprocessing's hook
         return popen(process_obj)
+
+    def run(self) -> None:
+        end_with_owner(self.owner)
+        super().run()
 
 
 class IsolatedMpWriter(MpWriter):

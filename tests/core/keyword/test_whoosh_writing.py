@@ -1,0 +1,173 @@
+"""The full-text index's merge policy and the bulk writer's processes, on real Whoosh indexes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from whoosh import index as whoosh_index
+from whoosh import query as Q
+from whoosh.fields import ID, TEXT, Schema
+
+from tui_search.core.keyword import index as lexical
+from tui_search.core.keyword import writing as whoosh_writing
+from tui_search.core.keyword.index import LexicalIndex
+from tui_search.core.keyword.writing import merge_bounded
+from tui_search.core.processes import worker_context
+from tui_search.core.store import ChunkRecord
+
+
+def _commit(ix, ids: list[str]) -> None:  # type: ignore[no-untyped-def]
+    writer = ix.writer()
+    for i in ids:
+        writer.add_document(id=i, body=f"text of {i}")
+    writer.commit(mergetype=merge_bounded)
+
+
+def _sizes(ix) -> list[int]:  # type: ignore[no-untyped-def]
+    return sorted(s.doc_count() for s in ix._segments())
+
+
+@pytest.fixture()
+def ix(tmp_path: Path):  # type: ignore[no-untyped-def]
+    return whoosh_index.create_in(str(tmp_path), Schema(id=ID(stored=True, unique=True), body=TEXT))
+
+
+def test_five_small_segments_merge(ix) -> None:  # type: ignore[no-untyped-def]
+    for n in range(5):
+        _commit(ix, [f"d{n}"])
+    assert _sizes(ix) == [1, 1, 1, 1, 1]  # (a commit merges the segments already there)
+    _commit(ix, ["d5"])  # the five merge into the new segment, with its own chunk
+    assert _sizes(ix) == [6]
+    with ix.searcher() as s:
+        assert s.doc_count() == 6
+
+
+def test_no_merge_past_the_cap(ix, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(whoosh_writing, "SEGMENT_CAP", 9)
+    monkeypatch.setattr(whoosh_writing, "MAX_SEGMENTS", 0)  # large merges allowed: the cap decides
+    for n in range(6):
+        _commit(ix, [f"d{n}", f"e{n}"])
+    assert _sizes(ix) == [2, 2, 2, 2, 2, 2]  # five of two hold 10 > 9
+    monkeypatch.setattr(whoosh_writing, "SEGMENT_CAP", 10)
+    _commit(ix, ["f"])
+    assert _sizes(ix) == [2, 11]
+
+
+def test_larger_merges_wait_for_many_segments(ix, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(whoosh_writing, "SMALL_MERGE", 3)
+    monkeypatch.setattr(whoosh_writing, "MAX_SEGMENTS", 6)
+    for n in range(7):
+        _commit(ix, [f"d{n}"])
+    assert _sizes(ix) == [1] * 7  # five hold 5 > 3, and six segments are not more than six
+    _commit(ix, ["e"])  # seven are
+    assert _sizes(ix) == [1, 1, 6]
+
+
+def test_a_large_segment_is_not_rewritten_for_small_ones(ix) -> None:  # type: ignore[no-untyped-def]
+    _commit(ix, [f"a{i}" for i in range(8)])
+    for n in range(5):
+        _commit(ix, [f"d{n}"])
+    assert _sizes(ix) == [1, 1, 1, 1, 1, 8]  # 1 + 1 + 1 + 1 + 8: the 8 is more than half
+    _commit(ix, ["e"])  # the five ones merge with each other
+    assert _sizes(ix) == [6, 8]
+
+
+def test_a_segment_with_nothing_live_is_dropped(ix) -> None:  # type: ignore[no-untyped-def]
+    _commit(ix, ["a", "b"])
+    _commit(ix, ["c"])
+    writer = ix.writer()
+    writer.delete_by_term("id", "a")
+    writer.delete_by_term("id", "b")
+    writer.commit(mergetype=merge_bounded)
+    assert _sizes(ix) == [1]
+
+
+def test_the_bulk_writer_processes_are_not_forked_from_the_indexing_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """They start from the server (or spawned), so they hold none of this process's heap; the
+    index they write is the one a single writer makes."""
+    started: list[object] = []
+    new_task = whoosh_writing.IsolatedMpWriter._new_task
+
+    def spy(self):  # type: ignore[no-untyped-def]
+        task = new_task(self)
+        started.append(task)
+        return task
+
+    monkeypatch.setattr(whoosh_writing.IsolatedMpWriter, "_new_task", spy)
+    monkeypatch.setattr(lexical, "BULK_WRITE", 10)
+    records = [
+        ChunkRecord(
+            key=f"notes/n{i}.md:s{i}",
+            vkey=i,
+            section_id=f"notes/n{i}:s{i}",
+            chunk_index=0,
+            doc=f"notes/n{i}",
+            file_path=f"notes/n{i}.md",
+            title=f"Note {i}",
+            heading=f"Note {i}",
+            heading_path=(f"Note {i}",),
+            level=1,
+            line_start=1,
+            line_end=2,
+            content=f"alpha beta note number {i} getUserById" if i % 2 else f"gamma {i}",
+            tags=(),
+            content_hash=str(i),
+        )
+        for i in range(300)
+    ]
+    bulk = LexicalIndex(tmp_path / "bulk")
+    bulk.write([], records)
+    single = LexicalIndex(tmp_path / "single")
+    monkeypatch.setattr(lexical, "BULK_WRITE", 10**9)
+    single.write([], records)
+    assert started, "a bulk write starts writer processes"
+    expected = worker_context().get_start_method()
+    assert expected in {"forkserver", "spawn"}
+    for task in started:
+        assert task._popen.method == expected  # type: ignore[attr-defined]
+        assert task.exitcode == 0  # type: ignore[attr-defined]
+    assert bulk.doc_count() == single.doc_count() == 300
+    assert sorted(bulk.matching_keys(Q.Term("body", "getuserbyid"))) == sorted(
+        single.matching_keys(Q.Term("body", "getuserbyid"))
+    )
+    bulk.close()
+    single.close()
+
+
+def test_a_script_without_a_main_guard_can_bulk_write(tmp_path: Path) -> None:
+    """The writer processes do not run the program's main script again: a script that writes
+    at its top level (no ``if __name__ == "__main__"``) writes once."""
+    script = tmp_path / "index_at_top_level.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            from pathlib import Path
+            from tui_search.core.keyword import index as lexical
+            from tui_search.core.keyword.index import LexicalIndex
+            from tui_search.core.store import ChunkRecord
+
+            lexical.BULK_WRITE = 10
+            print("top level ran", flush=True)
+            index = LexicalIndex(Path({str(tmp_path / "idx")!r}))
+            index.write([], [
+                ChunkRecord(key=f"n{{i}}.md:s", vkey=i, section_id=f"n{{i}}:s", chunk_index=0,
+                            doc=f"n{{i}}", file_path=f"n{{i}}.md", title="t", heading="h",
+                            heading_path=("h",), level=1, line_start=1, line_end=2,
+                            content=f"words {{i}}", tags=(), content_hash=str(i))
+                for i in range(200)
+            ])
+            print("documents", index.doc_count(), flush=True)
+            """
+        )
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["top level ran", "documents 200"], done.stderr

@@ -1,0 +1,352 @@
+"""SVG snapshots of the app (pytest-textual-snapshot).
+
+Deterministic by construction: fixed terminal size, no cursor blink, no search timings, a fixed
+workspace written here, the FakeEmbedder, and every worker awaited before the screenshot.
+Update with ``pytest tests/ui/test_snapshots.py --snapshot-update`` and look at the SVGs before committing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import textwrap
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.pilot import Pilot
+from textual.widgets import Static
+
+from tui_search.config import Settings
+from tui_search.core.engine import SearchEngine
+from tui_search.core.errors import IndexError_
+from tui_search.ui.app import TuiSearchApp, make_app
+
+SIZE = (120, 40)
+
+DOCS = {
+    "guides/backups.md": """\
+        ---
+        title: Backups
+        tags: [database, ops]
+        ---
+
+        # Backups
+
+        What we back up, how often, and how we know the backups work.
+        The procedure for *using* a backup lives in the [restore runbook](../runbooks/restore.md).
+
+        ## Schedule
+
+        | Data | Method | Frequency |
+        | --- | --- | --- |
+        | PostgreSQL | base backup + WAL archiving | nightly |
+        | Originals | bucket versioning | continuous |
+
+        ## Verifying backups
+
+        Every Sunday a job restores the latest backup into a scratch instance:
+
+        ```bash
+        lumenctl backup verify --latest
+        ```
+        """,
+    "runbooks/restore.md": """\
+        # Restore from backup
+
+        Use this when the primary database is lost or corrupted.
+
+        ## Steps
+
+        1. Pick the newest base backup before the target time.
+        2. Replay WAL up to the target.
+        3. Point the app at the restored instance.
+
+        See also [[guides/backups]].
+        """,
+    "architecture/storage.md": """\
+        # Storage layer
+
+        Originals live in an S3-compatible bucket; renditions are regenerated on demand.
+
+        ## Retention
+
+        Deleted photos are kept for 30 days before the backup copy is purged.
+        """,
+    "notes/cooking.md": """\
+        # Sourdough
+
+        Feed the starter, mix flour and water, bake at high heat.
+        """,
+    "notes/markup.md": """\
+        # A [bold]markup[/bold] note
+
+        Text with [link=https://evil.example]a fake link[/link] stays literal.
+        """,
+}
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    for rel, text in DOCS.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return root
+
+
+@pytest.fixture
+def build(tmp_path: Path, fake_embedder: Any) -> Any:
+    def _build(workspace: Path, **kwargs: Any) -> TuiSearchApp:
+        settings = Settings(
+            workspace=workspace, index_dir=tmp_path / "index", theme=kwargs.pop("theme", "tui-dark")
+        )
+        kwargs.setdefault(
+            "engine_factory", lambda s: SearchEngine(s, embedder=fake_embedder, rerank_waits=False)
+        )
+        kwargs.setdefault("rerank_fill", False)  # (a background fill would change the status)
+        app = make_app(settings, watch=False, show_timing=False, cursor_blink=False, **kwargs)
+        app.search_screen.search_debounce = 0.05
+        return app
+
+    return _build
+
+
+async def settle(pilot: Pilot[Any]) -> None:
+    app = pilot.app
+    assert isinstance(app, TuiSearchApp)
+    quiet = 0
+    for _ in range(600):
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        if app.busy or not (app.index_ready or app.engine_error):
+            quiet = 0
+            await pilot.pause(0.02)
+            continue
+        quiet += 1
+        if quiet >= 3:
+            return
+
+
+def searching(text: str, *keys: str) -> Any:
+    async def run_before(pilot: Pilot[Any]) -> None:
+        app = pilot.app
+        assert isinstance(app, TuiSearchApp)
+        await settle(pilot)
+        app.search_screen.query_input.value = text
+        await settle(pilot)
+        for key in keys:
+            await pilot.press(key)
+            await settle(pilot)
+
+    return run_before
+
+
+def test_flat_results(snap_compare: Any, workspace: Path, build: Any) -> None:
+    assert snap_compare(build(workspace), terminal_size=SIZE, run_before=searching("backup"))
+
+
+def test_grouped_results(snap_compare: Any, workspace: Path, build: Any) -> None:
+    assert snap_compare(
+        build(workspace), terminal_size=SIZE, run_before=searching("backup", "ctrl+g")
+    )
+
+
+def test_preview_focused(snap_compare: Any, workspace: Path, build: Any) -> None:
+    assert snap_compare(
+        build(workspace), terminal_size=SIZE, run_before=searching("restore steps", "down", "enter")
+    )
+
+
+def test_links_picker(snap_compare: Any, workspace: Path, build: Any) -> None:
+    assert snap_compare(
+        build(workspace),
+        terminal_size=SIZE,
+        run_before=searching("restore steps", "down", "enter", "l"),
+    )
+
+
+def test_help(snap_compare: Any, workspace: Path, build: Any) -> None:
+    assert snap_compare(build(workspace), terminal_size=SIZE, run_before=searching("backup", "f1"))
+
+
+def test_light_theme(snap_compare: Any, workspace: Path, build: Any) -> None:
+    assert snap_compare(
+        build(workspace, theme="tui-light"), terminal_size=SIZE, run_before=searching("backup")
+    )
+
+
+def test_high_contrast_theme(snap_compare: Any, workspace: Path, build: Any) -> None:
+    assert snap_compare(
+        build(workspace, theme="tui-high-contrast"),
+        terminal_size=SIZE,
+        run_before=searching("backup"),
+    )
+
+
+def test_no_results(snap_compare: Any, workspace: Path, build: Any) -> None:
+    assert snap_compare(
+        build(workspace), terminal_size=SIZE, run_before=searching("xylophonequark", "ctrl+t")
+    )
+
+
+def test_error_state(snap_compare: Any, workspace: Path, build: Any) -> None:
+    def broken(settings: Any) -> Any:
+        raise IndexError_("cannot create the index folder /index: Permission denied")
+
+    assert snap_compare(
+        build(workspace, engine_factory=broken), terminal_size=SIZE, run_before=searching("")
+    )
+
+
+@pytest.fixture
+def gate() -> Iterator[threading.Event]:
+    event = threading.Event()
+    yield event
+    event.set()  # let the blocked indexing thread finish
+
+
+def test_first_start_while_indexing(
+    snap_compare: Any, workspace: Path, build: Any, gate: threading.Event, fake_embedder: Any
+) -> None:
+    class GatedEmbedder:
+        dim = fake_embedder.dim
+        fingerprint = fake_embedder.fingerprint
+        name = "gated"
+
+        def encode(self, texts: list[str]) -> Any:
+            gate.wait(300)
+            return fake_embedder.encode(texts)
+
+    app = build(
+        workspace,
+        engine_factory=lambda s: SearchEngine(s, embedder=GatedEmbedder(), rerank_waits=False),
+    )
+    app.exit_grace = 0.1  # the gated indexing thread is released after the screenshot
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        for _ in range(3000):
+            await pilot.pause(0.02)
+            if app.search_screen.status.state.indexing.startswith("indexing: embed"):
+                break
+        await pilot.press(*"back")
+        await pilot.pause(0.2)
+
+    try:
+        assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+    finally:
+        gate.set()
+
+
+@pytest.mark.parametrize("theme", ["tui-dark", "tui-light", "tui-high-contrast"])
+def test_explain_view(snap_compare: Any, workspace: Path, build: Any, theme: str) -> None:
+    assert snap_compare(
+        build(workspace, theme=theme),
+        terminal_size=SIZE,
+        run_before=searching("backup lumenctl", "f2", "down"),
+    )
+
+
+def test_operators_line(snap_compare: Any, workspace: Path, build: Any) -> None:
+    assert snap_compare(
+        build(workspace), terminal_size=SIZE, run_before=searching("#database backup mode:fast")
+    )
+
+
+@pytest.fixture
+def fixed_status(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The status screen's figures that depend on the machine and the clock, fixed."""
+    real = SearchEngine.status
+
+    def status(self: SearchEngine) -> Any:
+        return dataclasses.replace(
+            real(self), index_dir="/index", index_bytes=1_234_567, last_update=time.time() - 125
+        )
+
+    monkeypatch.setattr(SearchEngine, "status", status)
+
+
+@pytest.mark.parametrize("theme", ["tui-dark", "tui-light", "tui-high-contrast"])
+def test_status_screen(
+    snap_compare: Any, workspace: Path, build: Any, theme: str, fixed_status: None
+) -> None:
+    (workspace / "blob.md").write_bytes(b"\x00\x01" * 40)
+    (workspace / ".tuisearchignore").write_text("drafts/\nscratch-*.md\n", encoding="utf-8")
+    assert snap_compare(
+        build(workspace, theme=theme), terminal_size=(120, 50), run_before=searching("", "f3")
+    )
+
+
+def test_first_index_progress(
+    snap_compare: Any,
+    workspace: Path,
+    build: Any,
+    gated_embedder: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tui_search.core import engine as engine_module
+    from tui_search.ui.screens import search as search_module
+
+    monkeypatch.setattr(engine_module, "FIRST_INDEX_BATCH", 2)
+    # a fixed clock for the rate and time left: 2 files in 4 s
+    clock = iter([100.0] + [104.0] * 10_000)
+    monkeypatch.setattr(search_module, "clock", lambda: next(clock))
+    # the first batch (architecture/storage.md, guides/backups.md) goes through
+    embedder = gated_embedder(lambda texts: all("Storage" in t or "Backups" in t for t in texts))
+    gate = gated_embedder.gate
+    app = build(
+        workspace, engine_factory=lambda s: SearchEngine(s, embedder=embedder, rerank_waits=False)
+    )
+    app.exit_grace = 0.1
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        screen = app.search_screen
+        for _ in range(3000):
+            await pilot.pause(0.02)
+            if screen._files_progress is not None and "Building" in str(
+                app.query_one("#results-message", Static).content
+            ):
+                break
+        await pilot.pause(0.2)
+
+    try:
+        assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+    finally:
+        gate.set()
+
+
+REMOTING = """\
+    # About remoting
+
+    PowerShell remoting lets you run commands on remote computers with Invoke-Command and
+    Enter-PSSession, over WS-Management, after Enable-PSRemoting configured the listener.
+    Sessions keep state between commands; disconnected sessions can be reconnected later from
+    another computer. Use New-PSSession to open a persistent connection, Remove-PSSession to
+    close it, and Get-PSSession to list the sessions you have open on each remote computer.
+    """
+
+
+@pytest.mark.parametrize("theme", ["tui-dark", "tui-light", "tui-high-contrast"])
+def test_collapsed_near_duplicates(
+    snap_compare: Any, workspace: Path, build: Any, theme: str
+) -> None:
+    for version in ("5.1", "7.4", "7.5"):
+        path = workspace / "versions" / version / "about_remoting.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(REMOTING), encoding="utf-8")
+    assert snap_compare(
+        build(workspace, theme=theme), terminal_size=SIZE, run_before=searching("remoting sessions")
+    )
+
+
+def test_expanded_near_duplicates(snap_compare: Any, workspace: Path, build: Any) -> None:
+    for version in ("5.1", "7.4", "7.5"):
+        path = workspace / "versions" / version / "about_remoting.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(REMOTING), encoding="utf-8")
+    assert snap_compare(
+        build(workspace), terminal_size=SIZE, run_before=searching("remoting sessions", "f4")
+    )
