@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING
 
 from tui_search.core.embedding import Embedder
 from tui_search.core.errors import IndexBusyError, IndexError_
-from tui_search.core.keyword.index import LexicalIndex, LexicalParams
+from tui_search.core.keyword.compile import LexicalParams
+from tui_search.core.keyword.index import LexicalIndex
 from tui_search.core.store import SchemaMismatch, Store
 from tui_search.core.vectors import LIST_FILE, VectorIndex, adopt_file
 

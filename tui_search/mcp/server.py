@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -33,9 +33,15 @@ from pydantic import BaseModel, Field
 
 from tui_search.config import Settings
 from tui_search.core.errors import TuiSearchError
+from tui_search.core.plan import DEFAULT_MODE, Mode, QueryPlan
 from tui_search.core.reading import DEFAULT_MAX_TOKENS, MAX_TOKENS_LIMIT, Reading
 from tui_search.core.results import DocumentGroup, Hit, SearchResults
 from tui_search.core.textsafe import sanitize_terminal
+
+if TYPE_CHECKING:
+    from tui_search.core.engine import SearchEngine
+    from tui_search.core.results import IndexReport
+    from tui_search.core.watcher import WorkspaceWatcher
 
 log = logging.getLogger("tui_search.mcp")
 
@@ -55,7 +61,6 @@ INSTRUCTIONS = (
 
 Detail = Literal["ids", "snippets", "full"]
 Output = Literal["markdown", "json"]
-Mode = Literal["hybrid", "keyword", "semantic"]
 
 
 # -- structured output ------------------------------------------------------------------
@@ -196,9 +201,9 @@ class SearchRequest:
 class AgentService:
     """What the tools do, on one engine; a watcher (optional) keeps the index live."""
 
-    def __init__(self, engine: Any) -> None:
+    def __init__(self, engine: "SearchEngine") -> None:
         self.engine = engine
-        self.watcher: Any = None
+        self.watcher: WorkspaceWatcher | None = None
         self._last_update: float | None = None
         self._watch_error: str | None = None
         self._lock = threading.Lock()
@@ -232,7 +237,7 @@ class AgentService:
             self.watcher.stop()
             self.watcher = None
 
-    def _on_batch(self, report: Any) -> None:
+    def _on_batch(self, report: "IndexReport") -> None:
         with self._lock:
             self._last_update = time.time()
             self._watch_error = None
@@ -376,7 +381,7 @@ class AgentService:
     # helpers -------------------------------------------------------------------------
     def _run(self, req: SearchRequest, group: bool) -> tuple[str, SearchResults]:
         text = compose_query(req.query, req.exact_terms, req.tags, req.path, req.under)
-        plan: Any = text
+        plan: str | QueryPlan = text
         if req.exact_terms:
             from tui_search.core.ranking.exact import require_terms
 
@@ -665,7 +670,7 @@ def build_server(service: AgentService) -> MCPServer:
     def search(
         query: QueryArg = "",
         exact_terms: ExactArg = [],  # noqa: B006 - pydantic copies defaults
-        mode: ModeArg = "hybrid",
+        mode: ModeArg = DEFAULT_MODE,
         tags: TagsArg = [],  # noqa: B006
         path: PathArg = None,
         under: UnderArg = None,
@@ -697,7 +702,7 @@ def build_server(service: AgentService) -> MCPServer:
     def find_documents(
         query: QueryArg = "",
         exact_terms: ExactArg = [],  # noqa: B006
-        mode: ModeArg = "hybrid",
+        mode: ModeArg = DEFAULT_MODE,
         tags: TagsArg = [],  # noqa: B006
         path: PathArg = None,
         under: UnderArg = None,

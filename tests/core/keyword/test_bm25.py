@@ -13,7 +13,7 @@ from tests.conftest import SAMPLE_WORKSPACE, FakeEmbedder, chunk_record
 from tui_search.config import Settings
 from tui_search.core.engine import SearchEngine
 from tui_search.core.keyword.bm25 import flatten_disjunction
-from tui_search.core.keyword.index import LexicalParams, plain_query
+from tui_search.core.keyword.compile import LexicalParams, plain_query
 
 QUERIES = [
     "how do I restore a backup?",
@@ -234,7 +234,7 @@ def test_stored_postings_equal_whoosh_and_are_what_searches_read(tmp_path: Path)
     """After a sync every segment's scored fields are kept decoded beside the index; each
     term's stored postings are exactly Whoosh's, and a plain search reads only them."""
     from tui_search.core.keyword.bm25 import FastBM25
-    from tui_search.core.keyword.index import SCORED_FIELDS
+    from tui_search.core.keyword.schema import SCORED_FIELDS
 
     e, _ = _synced_with_segments(tmp_path)
     lex = e.indexer.lexical
@@ -328,7 +328,7 @@ def test_first_index_saves_the_postings_once(tmp_path: Path) -> None:
 
 
 def test_scored_fields_cover_plain_queries() -> None:
-    from tui_search.core.keyword.index import SCORED_FIELDS
+    from tui_search.core.keyword.schema import SCORED_FIELDS
 
     q = plain_query("restore reconcileOrphanedBlobs LUMEN_DB_URL #ops", LexicalParams())
     assert q is not None
@@ -341,7 +341,7 @@ def test_warm_up_reads_what_a_first_search_reads_once(tmp_path: Path) -> None:
     search reads no per-segment table: postings tables, field and file lengths and the chunk
     keys are all in memory, and the page's keys are not read from Whoosh's stored fields."""
     from tui_search.core.keyword.bm25 import FastBM25
-    from tui_search.core.keyword.index import SCORED_FIELDS
+    from tui_search.core.keyword.schema import SCORED_FIELDS
 
     e, ws = _synced_with_segments(tmp_path)
     e.close()

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from whoosh import index as whoosh_index
+from whoosh import query as Q
 from whoosh.fields import ID, TEXT, Schema
 
 from tui_search.core.errors import IndexError_
@@ -135,8 +136,8 @@ def test_the_bulk_writer_processes_are_not_forked_from_the_indexing_process(
         assert task._popen.method == expected  # type: ignore[attr-defined]
         assert task.exitcode == 0  # type: ignore[attr-defined]
     assert bulk.doc_count() == single.doc_count() == 300
-    assert sorted(bulk.matching_keys(lexical.Q.Term("body", "getuserbyid"))) == sorted(
-        single.matching_keys(lexical.Q.Term("body", "getuserbyid"))
+    assert sorted(bulk.matching_keys(Q.Term("body", "getuserbyid"))) == sorted(
+        single.matching_keys(Q.Term("body", "getuserbyid"))
     )
     bulk.close()
     single.close()
@@ -169,7 +170,7 @@ def test_a_script_without_a_main_guard_can_bulk_write(tmp_path: Path) -> None:
         )
     )
     done = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=False
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=300, check=False
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["top level ran", "documents 200"], done.stderr

@@ -21,7 +21,7 @@ So large merges wait until there are many segments. The ``MERGE_FANIN`` smallest
 merge when
 - together they hold at most ``SEGMENT_CAP`` live chunks: a merge reads a bounded amount, and
   the new segment holds that and the commit's own chunks (none in a bulk write, where the
-  writer processes make their own segments; fewer than ``lexical.BULK_WRITE`` otherwise);
+  writer processes make their own segments; fewer than ``index.BULK_WRITE`` otherwise);
 - the largest of them holds at most as many as the others together: one segment is not
   rewritten for the sake of a few much smaller ones (a saved edit makes a one-chunk segment;
   five of those merge with each other, not into the 4,000-chunk segment beside them), so a

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from whoosh import query as Q
 
 from tui_search.core.errors import QueryError
-from tui_search.core.keyword.index import identifiers_in, phrase_terms
+from tui_search.core.keyword.analysis import identifiers_in, phrase_terms
 
 if TYPE_CHECKING:
     from tui_search.core.plan import QueryPlan
