@@ -299,17 +299,32 @@ class Indexer:
             except OSError:
                 return None
         to_check: list[FileInfo] = []
-        for path, stamp in self.store.file_stamps().items():
-            abs_path = f"{root}/{path}"
+        lstat, prefix = os.lstat, root + "/"
+        # (one stat per indexed file is the floor: nothing else is done for a file that did
+        # not change)
+        for path, size, mtime, ino, ctime in self.store.iter_file_stamps():
             try:
-                st = os.lstat(abs_path)
+                st = lstat(prefix + path)
             except OSError:
                 return None  # (gone while its folder kept its mtime: let the full scan say)
-            if not stat_mod.S_ISREG(st.st_mode):
-                return None
-            info = FileInfo(path, abs_path, st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
-            if info.stamp != stamp:
-                to_check.append(info)
+            if (
+                st.st_mtime_ns != mtime
+                or st.st_size != size
+                or st.st_ino != ino
+                or st.st_ctime_ns != ctime
+            ):
+                if not stat_mod.S_ISREG(st.st_mode):
+                    return None
+                to_check.append(
+                    FileInfo(
+                        path,
+                        prefix + path,
+                        st.st_size,
+                        st.st_mtime_ns,
+                        st.st_ino,
+                        st.st_ctime_ns,
+                    )
+                )
         return to_check, []
 
     def build(self, progress: ProgressCallback | None = None, *, batch_files: int) -> IndexReport:
