@@ -1,4 +1,4 @@
-"""Indexing and query benchmarks for the search core (issue: search core).
+"""Indexing and query benchmarks for the search core.
 
 Prints, for one corpus:
 - cold index throughput (chunks/s) end to end, beside a bare Whoosh writer plus a bare model2vec

@@ -2,8 +2,8 @@
 
 Starts ``tui-search mcp`` as a subprocess (exactly as an MCP client does) on a corpus and times
 ``search`` and ``read`` round trips through the SDK's stdio client. In the same run, it times
-the in-process ``engine.search`` for the same queries (the reference: the issue's target is
-within 10 ms of it) and the tool's work without a transport (``AgentService.search``), so the
+the in-process ``engine.search`` for the same queries (the reference: the tool
+should stay within 10 ms of it) and the tool's work without a transport (``AgentService.search``), so the
 difference splits into shaping and transport. Then it measures bytes per call for 10 hits at
 each detail level (text content, structuredContent, whole result).
 

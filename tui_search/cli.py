@@ -13,10 +13,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from tui_search.core.errors import TuiSearchError
+from tui_search.core.plan import DEFAULT_MODE, EVAL_MODES, MODES
 from tui_search.core.textsafe import one_line
 
 if TYPE_CHECKING:  # settings load when a command runs: ``--help`` stays quick
     from tui_search.config import Settings
+    from tui_search.core.engine import SearchEngine
+    from tui_search.core.results import Hit, IndexReport, Progress
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -72,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_search = sub.add_parser("search", help="search the workspace")
     _add_common(p_search)
     p_search.add_argument("query", help="the query (see README: query language)")
-    p_search.add_argument("--mode", choices=["hybrid", "keyword", "semantic"], default="hybrid")
+    p_search.add_argument("--mode", choices=MODES, default=DEFAULT_MODE)
     p_search.add_argument("--limit", type=int, default=10)
     p_search.add_argument("--group", action="store_true", help="group results by document")
     p_search.add_argument("--explain", action="store_true", help="show how each score was made")
@@ -88,7 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p_eval.add_argument("--index-dir", type=Path, default=argparse.SUPPRESS)
     p_eval.add_argument("--model", default=argparse.SUPPRESS)
-    p_eval.add_argument("--modes", default="keyword,semantic,hybrid")
+    p_eval.add_argument("--modes", default=",".join(EVAL_MODES))
     p_eval.add_argument("--split", choices=["test", "train"], default="test")
     p_eval.add_argument("--json", action="store_true")
 
@@ -133,7 +136,7 @@ class ProgressPrinter:
         self.enabled = enabled
         self._last = 0.0
 
-    def __call__(self, p: Any) -> None:
+    def __call__(self, p: Progress) -> None:
         if not self.enabled:
             return
         now = time.monotonic()
@@ -153,7 +156,7 @@ class ProgressPrinter:
         sys.stderr.flush()
 
 
-def open_engine(settings: Settings) -> Any:
+def open_engine(settings: Settings) -> SearchEngine:
     from tui_search.core.engine import SearchEngine
 
     return SearchEngine(settings)
@@ -179,7 +182,7 @@ def cmd_index(args: argparse.Namespace) -> int:
         else:
             print(
                 f"indexed {report.documents} documents, {report.chunks} chunks "
-                f"({report.embedded} embedded, {report.removed} removed) in {report.took_ms / 1000:.2f}s"
+                f"({report.embedded} embedded, {len(report.removed)} removed) in {report.took_ms / 1000:.2f}s"
             )
             for note in report.repaired:
                 print(f"repaired: {one_line(note)}")
@@ -200,7 +203,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     return 0
 
 
-def _sync_waiting(engine: Any, progress: ProgressPrinter, rebuild: bool) -> Any:
+def _sync_waiting(engine: SearchEngine, progress: ProgressPrinter, rebuild: bool) -> IndexReport:
     """``engine.sync``; while another process is writing, a note says so and the sync waits
     for it (``index`` and ``index --watch`` do not give up at start)."""
     from tui_search.core.errors import IndexBusyError, IndexReadOnlyError
@@ -215,9 +218,9 @@ def _sync_waiting(engine: Any, progress: ProgressPrinter, rebuild: bool) -> Any:
     return engine.sync(progress, rebuild=rebuild, lock_timeout=float("inf"))
 
 
-def _fill_rerank(engine: Any, progress: ProgressPrinter) -> dict[str, Any]:
+def _fill_rerank(engine: SearchEngine, progress: ProgressPrinter) -> dict[str, Any]:
     """Make every missing re-ranker vector now (``index --rerank``)."""
-    from tui_search.core.indexer import Progress
+    from tui_search.core.results import Progress
 
     started = time.perf_counter()
     ready, total = engine.rerank_progress() or (0, 0)
@@ -235,7 +238,7 @@ def _bold(text: str, tty: bool) -> str:
     return f"\x1b[1m{text}\x1b[0m" if tty else text
 
 
-def open_synced(args: argparse.Namespace) -> Any:
+def open_synced(args: argparse.Namespace) -> SearchEngine:
     """An engine whose index is brought up to date first, unless another process is writing
     (then the index is used as it is, and a note says so)."""
     engine = open_engine(settings_from(args))
@@ -274,7 +277,7 @@ def cmd_search(args: argparse.Namespace) -> int:
             f"({results.mode}{', re-ranked' if results.reranked else ''}, {results.took_ms:.0f} ms)"
         )
 
-        def show(h: Any, indent: str = "") -> None:
+        def show(h: Hit, indent: str = "") -> None:
             crumbs = " > ".join(h.heading_path) or h.title
             print(
                 f"{indent}{_bold(one_line(h.file_path), tty)}:{h.line_start}  "

@@ -175,7 +175,7 @@ def test_a_script_without_a_main_guard_can_parse_in_workers(tmp_path: Path) -> N
         )
     )
     done = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=False
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=300, check=False
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["top level ran", "parsed True"], done.stderr
@@ -242,7 +242,6 @@ def test_workers_start_under_textuals_print_capture(tmp_path: Path) -> None:
             from pathlib import Path
             from textual.app import _PrintCapture
             from tui_search.core.keyword import index as lexical
-from tui_search.core.keyword.compile import LexicalParams, plain_query
             from tui_search.core.parse_jobs import ParseJob, run_jobs
             from tui_search.core.workspace import Workspace
             from tests.conftest import chunk_record
@@ -268,7 +267,7 @@ from tui_search.core.keyword.compile import LexicalParams, plain_query
         [sys.executable, str(script)],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=300,
         check=False,
         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
     )

@@ -35,7 +35,9 @@ from tui_search.mcp.service import AgentService  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "sample_workspace"
-CALL_TIMEOUT = 300
+CALL_TIMEOUT = 120
+#: a safety bound on waits for the live index (each takes well under a second idle)
+BOUND_S = 60.0
 TOOLS = {
     "search",
     "find_documents",
@@ -80,8 +82,9 @@ class Harness:
         self.engine = self.live.engine()
         self.service = AgentService(self.live)
         if watch:
-            deadline = time.monotonic() + 10
-            while self.live.watcher.state != "watching" and time.monotonic() < deadline:
+            deadline = time.monotonic() + BOUND_S
+            while self.live.watcher is None or self.live.watcher.state != "watching":
+                assert time.monotonic() < deadline, "the watcher did not start"
                 time.sleep(0.02)
         self.server = build_server(self.service)
 
@@ -418,7 +421,7 @@ def test_cursor_of_another_read_is_refused(h: Harness) -> None:
 
 
 # -- live -------------------------------------------------------------------------------
-def test_edit_is_seen_while_serving_and_stale_cursors(h: Harness) -> None:
+def test_an_edit_is_searchable_while_serving_and_stale_cursors(h: Harness) -> None:
     note = h.workspace / "guides" / "live-note.md"
     read_target = "guides/setup.md"
     before, _ = h.ok("read", {"target": read_target, "max_tokens": 60})
@@ -428,17 +431,17 @@ def test_edit_is_seen_while_serving_and_stale_cursors(h: Harness) -> None:
     note.write_text("# Live note\n\nThe wombatfresh appears while the server runs.\n")
     setup = h.workspace / read_target
     setup.write_text(setup.read_text() + "\n\nA line added while reading.\n")
-    started = time.monotonic()
+    deadline = time.monotonic() + BOUND_S  # (0.14-0.4 s idle; benchmarks/bench_mcp.py times it)
     found: list[Any] = []
-    while time.monotonic() - started < 60.0:  # (about half a second on an idle machine)
+    while time.monotonic() < deadline:
         data, _ = h.ok("search", {"query": "wombatfresh", "detail": "ids", "limit": 3})
         found = [x for x in data["hits"] if x["file_path"] == "guides/live-note.md"]
         if found:
             break
         time.sleep(0.05)
-    assert found, "the edit was not searchable within a minute"
+    assert found, "the edit was never searchable"
     # a read cursor made before the document changed fails with a clear message
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + BOUND_S
     message = ""
     while time.monotonic() < deadline:
         r = h.call(
@@ -479,7 +482,7 @@ def test_stdio_subprocess_from_the_readme_config(tmp_path: Path) -> None:
     errlog_path = tmp_path / "stderr.txt"
 
     async def go() -> tuple[Any, Any, Any]:
-        with anyio.fail_after(120), errlog_path.open("w") as errlog:
+        with anyio.fail_after(300), errlog_path.open("w") as errlog:
             async with Client(stdio_client(params, errlog=errlog)) as client:
                 tools = await client.list_tools()
                 while True:  # the first index builds in the background
@@ -506,4 +509,4 @@ def test_the_app_and_cli_do_not_import_the_sdk() -> None:
         "import sys, tui_search.cli, tui_search.core.engine; "
         "sys.exit(1 if any(m == 'mcp' or m.startswith('mcp.') for m in sys.modules) else 0)"
     )
-    assert subprocess.run([sys.executable, "-c", code], check=False, timeout=60).returncode == 0
+    assert subprocess.run([sys.executable, "-c", code], check=False, timeout=300).returncode == 0

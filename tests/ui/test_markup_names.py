@@ -62,7 +62,7 @@ def actions(app: TuiSearchApp) -> list[Any]:
 
 
 async def wait_toast(pilot: Any, text: str) -> None:
-    for _ in range(400):
+    for _ in range(1200):  # a safety bound (60 s); idle, a toast shows in well under 1 s
         await pilot.pause(0.05)
         if text in shown(pilot.app):
             return
@@ -76,7 +76,7 @@ async def test_watcher_update_of_files_named_like_markup(
     app = app_factory(ws, watch=True)
     async with app.run_test(size=(140, 40), notifications=True) as pilot:
         await ready(pilot)
-        for _ in range(200):
+        for _ in range(1200):
             if app.search_screen.status.state.watcher == "watching":
                 break
             await pilot.pause(0.05)

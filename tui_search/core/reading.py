@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from tui_search.core.errors import QueryError
-from tui_search.core.store import ChunkRecord
+from tui_search.core.errors import NotFoundError, QueryError
+from tui_search.core.store import ChunkRecord, Store
 from tui_search.core.tokens import cut_to_tokens, estimate_tokens
+from tui_search.core.workspace import ReadResult
 
 CONTEXTS = ("section", "with_siblings", "document")
 DEFAULT_MAX_TOKENS = 2000
@@ -405,4 +406,49 @@ def _part(
         text="\n".join(chosen),
         tokens=tokens,
         cut=cut or last < piece.line_end or end is not None,
+    )
+
+
+def read_indexed(
+    store: Store,
+    target: str | None,
+    read_text: Callable[[str], ReadResult],
+    *,
+    context: str = "with_siblings",
+    max_tokens: int | None = None,
+    cursor: str | None = None,
+) -> Reading:
+    """Read a section (by id) or a document (by indexed path) under a token budget;
+    ``read_text`` reads an indexed file as it is now.
+
+    ``target`` is only ever looked up in the index; it is never joined onto a path.
+    """
+    pos = decode_cursor(cursor) if cursor else None
+    if not target:
+        if pos is None:
+            raise QueryError("give a section id or a document path to read")
+        target = pos.target or pos.file_path
+    record = store.file(target)
+    section: str | None = None
+    if record is None and ":" in target:
+        record = store.file_by_doc(target.rsplit(":", 1)[0])
+        section = target
+    chunks = store.chunks_for_path(record.path) if record is not None else []
+    if record is None or (section is not None and all(c.section_id != section for c in chunks)):
+        raise NotFoundError(
+            f"{target!r} is not an indexed section id or document path "
+            "(use the ids and paths that search returns)"
+        )
+    current = read_text(record.path)
+    return read_with_budget(
+        file_path=record.path,
+        title=record.title,
+        file_hash=record.hash,
+        text=current.text,
+        text_hash=current.raw_hash,
+        sections=sections_of(chunks),
+        target=section,
+        context=context if section is not None else "document",
+        max_tokens=DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens,
+        cursor=pos,
     )

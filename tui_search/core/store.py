@@ -308,6 +308,10 @@ class Store:
         rows = self._conn().execute("SELECT path, size, mtime_ns, ino, ctime_ns FROM files")
         return {r[0]: (int(r[1]), int(r[2]), int(r[3]), int(r[4])) for r in rows}
 
+    def iter_file_stamps(self) -> Iterator[tuple[str, int, int, int, int]]:
+        """(path, size, mtime_ns, inode, ctime_ns) of every indexed file, as read."""
+        return iter(self._conn().execute("SELECT path, size, mtime_ns, ino, ctime_ns FROM files"))
+
     def file(self, path: str) -> FileRecord | None:
         row = (
             self._conn()

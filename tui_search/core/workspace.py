@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tui_search.core.errors import WorkspaceError
+from tui_search.core.errors import TuiSearchError, WorkspaceError
 
 MARKDOWN_SUFFIXES = (".md", ".markdown")
 IGNORE_FILES = (".gitignore", ".tuisearchignore")
@@ -118,8 +118,8 @@ class IgnoreRules:
             p = abs_dir / name
             try:
                 if p.is_file():
-                    lines.extend(p.read_text(encoding="utf-8", errors="replace").splitlines())
-            except OSError:
+                    lines.extend(read_text_inside(self.root, p).splitlines())
+            except (OSError, ValueError):  # unreadable, or a symlink: never followed
                 continue
         spec = _compile(lines) if lines else None
         self._specs[rel_dir] = spec  # type: ignore[assignment]
@@ -328,6 +328,27 @@ class Workspace:
                     continue
                 yield FileInfo(rel, path, st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
 
+    def files_below(self, rel_dir: str) -> Iterator[str]:
+        """The wanted markdown files below a folder (one moved or copied in), with the ignore
+        rules and the full sync's symlink rule (a symlinked folder is never entered;
+        ``lookup`` skips a symlinked file)."""
+        top = self.root / rel_dir
+        if os.path.realpath(top) != str(top):
+            return  # the folder is a symlink, or below one
+        for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
+            current = Path(dirpath)
+            rel_here = current.relative_to(self.root).as_posix()
+            dirnames[:] = [
+                d
+                for d in sorted(dirnames)
+                if not self.rules.is_ignored(f"{rel_here}/{d}", is_dir=True)
+                and not os.path.islink(os.path.join(dirpath, d))
+            ]
+            for name in sorted(filenames):
+                rel = f"{rel_here}/{name}"
+                if self.wants(rel):
+                    yield rel
+
     def stat(self, rel_path: str) -> FileInfo | None:
         """The regular file at ``rel_path``, or None (gone, outside, or not a regular file)."""
         found = self.lookup(rel_path)
@@ -361,6 +382,17 @@ class Workspace:
     def read(self, info: FileInfo, max_bytes: int) -> ReadResult:
         """Read one of this workspace's files (see :func:`read_file`)."""
         return read_file(info, max_bytes, root=self.root)
+
+    def read_current(self, rel_path: str, max_bytes: int) -> ReadResult:
+        """Read a path as it is now (never a file that resolves outside: the file is opened
+        once, with no symlink followed, see :func:`read_file`); a clear error otherwise."""
+        info = self.stat(rel_path)
+        if info is None:
+            raise TuiSearchError(f"{rel_path} is no longer in the workspace")
+        try:
+            return self.read(info, max_bytes)
+        except (OSError, ValueError) as exc:
+            raise TuiSearchError(f"cannot read {rel_path}: {exc}") from exc
 
 
 def decode_bytes(data: bytes) -> tuple[str, str]:
@@ -467,6 +499,18 @@ def open_inside(root: str | Path, path: str | Path) -> int:
             os.close(fd)
             raise OutsideError("the file left the workspace while it was opened: not read")
     return fd
+
+
+def read_text_inside(root: str | Path, path: str | Path, max_bytes: int = 1_000_000) -> str:
+    """A small text file of the workspace (an ignore file), opened as :func:`read_file` opens
+    a note. Raises OSError or ValueError (a symlink, outside, not a regular file)."""
+    fd = open_inside(root, path)
+    with os.fdopen(fd, "rb") as fh:
+        kind = special_kind(os.fstat(fd).st_mode)
+        if kind is not None:
+            raise ValueError(not_regular_reason(kind))
+        data = fh.read(max_bytes)
+    return decode_bytes(data)[0]
 
 
 def read_file(info: FileInfo, max_bytes: int, *, root: str | Path) -> ReadResult:

@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tui_search.core.errors import IndexBusyError, TuiSearchError
 from tui_search.mcp.changes import ChangeLog
@@ -23,6 +23,8 @@ from tui_search.mcp.schemas import IndexState
 
 if TYPE_CHECKING:
     from tui_search.core.engine import SearchEngine
+    from tui_search.core.results import IndexReport
+    from tui_search.core.watcher import WorkspaceWatcher
 
 log = logging.getLogger("tui_search.mcp")
 
@@ -83,7 +85,7 @@ class LiveIndex:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self.build = Build(batch=self._batch)
-        self.watcher: Any = None
+        self.watcher: WorkspaceWatcher | None = None
         self.changes = ChangeLog()
         self._last_update: float | None = None
         #: writes before this time are in the index (a batch's start)
@@ -198,7 +200,7 @@ class LiveIndex:
         )
         self.watcher.start(reconcile=reconcile)
 
-    def _on_batch(self, report: Any) -> None:
+    def _on_batch(self, report: IndexReport) -> None:
         with self._lock:
             self._last_update = time.time()
             self._seen_until = self._last_update - report.took_ms / 1000

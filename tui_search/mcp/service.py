@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from tui_search.core.errors import QueryError, TuiSearchError
+from tui_search.core.plan import DEFAULT_MODE
 from tui_search.core.results import DocumentGroup, Hit, SearchResults
 from tui_search.core.tokens import cut_to_tokens
 from tui_search.mcp import cursors
@@ -44,7 +45,7 @@ from tui_search.mcp.text import clean, snippet_parts
 SEARCH_DEFAULTS: dict[str, Any] = {
     "query": "",
     "exact_terms": [],
-    "mode": "hybrid",
+    "mode": DEFAULT_MODE,
     "tags": [],
     "path": None,
     "under": None,

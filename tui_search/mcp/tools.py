@@ -19,6 +19,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
 from tui_search.core.errors import TuiSearchError
+from tui_search.core.plan import DEFAULT_MODE, Mode
 from tui_search.core.reading import DEFAULT_MAX_TOKENS, MAX_TOKENS_LIMIT
 from tui_search.mcp import render
 from tui_search.mcp.budget import cap_text
@@ -46,7 +47,6 @@ READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_worl
 
 Detail = Literal["ids", "snippets", "full"]
 Output = Literal["markdown", "json"]
-Mode = Literal["hybrid", "keyword", "semantic"]
 
 QueryArg = Annotated[
     str,
@@ -176,7 +176,7 @@ def search_tools(service: AgentService) -> list[Tool]:
     def search(
         query: QueryArg = "",
         exact_terms: ExactArg = [],  # noqa: B006 - pydantic copies defaults
-        mode: ModeArg = "hybrid",
+        mode: ModeArg = DEFAULT_MODE,
         tags: TagsArg = [],  # noqa: B006
         path: PathArg = None,
         under: UnderArg = None,
@@ -200,7 +200,7 @@ def search_tools(service: AgentService) -> list[Tool]:
     def find_documents(
         query: QueryArg = "",
         exact_terms: ExactArg = [],  # noqa: B006
-        mode: ModeArg = "hybrid",
+        mode: ModeArg = DEFAULT_MODE,
         tags: TagsArg = [],  # noqa: B006
         path: PathArg = None,
         under: UnderArg = None,

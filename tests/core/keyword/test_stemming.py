@@ -1,4 +1,4 @@
-"""The text fields are stemmed with Snowball's English stemmer (issue 10, session 16), and an
+"""The text fields are stemmed with Snowball's English stemmer, and an
 index analysed otherwise is rebuilt from the manifest when it is opened."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""A section whose title and headings name what the query asks about gains (issue 10,
-session 14): ``1 + boost x coverage²`` in hybrid and keyword mode."""
+"""A section whose title and headings name what the query asks about gains:
+``1 + boost x coverage²`` in hybrid and keyword mode."""
 
 from __future__ import annotations
 

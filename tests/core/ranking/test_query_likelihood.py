@@ -1,5 +1,5 @@
 """Hybrid mode's long questions take a share of their rules' score from query likelihood, a
-Dirichlet-smoothed language model of each section's title and text (issue 10, session 22)."""
+Dirichlet-smoothed language model of each section's title and text."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 10's ranking levers: repeated query words, document and whole-file evidence."""
+"""Ranking levers: repeated query words, document and whole-file evidence."""
 
 from __future__ import annotations
 

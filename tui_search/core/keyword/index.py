@@ -25,13 +25,12 @@ import tui_search.core.startup  # noqa: F401  (before Whoosh: see its docstring)
 # isort: split
 from whoosh import query as Q
 from whoosh.index import EmptyIndexError
-from whoosh.scoring import BM25F
 from whoosh.searching import Searcher
 
 from tui_search.core.errors import IndexError_
 from tui_search.core.keyword import files as whoosh_files
 from tui_search.core.keyword.analysis import ANALYSIS, ANALYSIS_FILE
-from tui_search.core.keyword.bm25 import FastBM25, on_disk, segment_id_of
+from tui_search.core.keyword.bm25 import FastBM25, LiveBM25F, on_disk, segment_id_of
 from tui_search.core.keyword.compile import LexicalParams
 from tui_search.core.keyword.schema import SCORED_FIELDS, document_fields, make_schema
 from tui_search.core.keyword.segcache import SegmentCache
@@ -88,7 +87,9 @@ class LexicalIndex:
                 ix = whoosh_files.open_dir(str(self.directory))
                 # the searcher that proves the index readable is the one searches use (opening
                 # one copies every segment's term file into memory: 65 ms at 69k chunks)
-                searcher = ix.searcher(weighting=BM25F(B=self.params.b, K1=self.params.k1))
+                searcher = ix.searcher(
+                    weighting=LiveBM25F(self._fast, B=self.params.b, K1=self.params.k1)
+                )
                 searcher.doc_count()
                 whoosh_files.check_segments(searcher.reader())
                 self._searcher = searcher
@@ -140,7 +141,9 @@ class LexicalIndex:
             else:
                 old.close()
         if self._searcher is None:
-            self._searcher = self.ix.searcher(weighting=BM25F(B=self.params.b, K1=self.params.k1))
+            self._searcher = self.ix.searcher(
+                weighting=LiveBM25F(self._fast, B=self.params.b, K1=self.params.k1)
+            )
         return self._searcher
 
     def _pin(self) -> Searcher:

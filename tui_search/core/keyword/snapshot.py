@@ -61,7 +61,7 @@ class LexicalSnapshot:
     def vkeys_allowed(self, vkeys: np.ndarray, allowed: np.ndarray) -> np.ndarray:
         """For each vector key, whether a document with that key is in ``allowed`` (a docnum
         mask): the keys are looked up in the index's keys sorted once (``np.isin`` against
-        every allowed key sorted them again on each query: ~10 ms at 69k chunks). A key held
+        every allowed key would sort them again on each query: ~10 ms at 69k chunks). A key held
         by more than one docnum (a deleted chunk and its replacement) is allowed when any is."""
         order, lo, hi = self._vkey_ranges(np.asarray(vkeys, dtype=np.uint64))
         out = np.zeros(len(lo), dtype=bool)
@@ -183,6 +183,10 @@ class LexicalSnapshot:
         if clauses is not None:
             # plain weighted disjunction: the same BM25F scores, computed with numpy
             return self._fast.search_arrays(s, clauses, limit, allowed, file_weight=file_weight)
+        if isinstance(query, Q.And) and not self.mask(query).any():
+            # no chunk satisfies the conjunction: the postings say so (35 ms for 256 words)
+            # before Whoosh builds a matcher per word and field (390 ms)
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
         with self._fast.read_lock:  # Whoosh's own reads (see ``FastBM25.read_lock``)
             results = s.search(query, limit=limit, terms=False)
             docnums = np.fromiter((hit.docnum for hit in results), dtype=np.int64)
