@@ -13,7 +13,7 @@ import threading
 from collections.abc import Iterable
 from functools import lru_cache
 
-from tui_search.core.keyword.index import text_analyzer
+from tui_search.core.keyword.analysis import text_analyzer
 from tui_search.core.results import Snippet
 
 _WORD_RE = re.compile(r"\w+(?:[.:]\w+)*")

@@ -15,12 +15,8 @@ import numpy as np
 
 from tui_search.core.embedding import Embedder, TokenEmbedder
 from tui_search.core.index import SearchIndex
-from tui_search.core.keyword.index import (
-    LexicalSnapshot,
-    analyzed_spans,
-    query_term_weights,
-    question_terms,
-)
+from tui_search.core.keyword.analysis import analyzed_spans, query_term_weights, question_terms
+from tui_search.core.keyword.snapshot import LexicalSnapshot
 from tui_search.core.ranking.centering import SAMPLE_SIZE, Centering
 from tui_search.core.ranking.fusion import document_of
 from tui_search.core.ranking.policy import Rules

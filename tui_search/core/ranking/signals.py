@@ -20,15 +20,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tui_search.core.index import SearchIndex
-from tui_search.core.keyword.index import (
-    HEADING_FIELDS,
-    LIKELIHOOD_FIELDS,
-    TITLE_FIELD,
-    LexicalSnapshot,
-    analyze,
-    analyzed_spans,
-    query_term_weights,
-)
+from tui_search.core.keyword.analysis import analyze, analyzed_spans, query_term_weights
+from tui_search.core.keyword.schema import HEADING_FIELDS, LIKELIHOOD_FIELDS, TITLE_FIELD
+from tui_search.core.keyword.snapshot import LexicalSnapshot
 from tui_search.core.plan import QueryPlan
 from tui_search.core.ranking.fusion import (
     Scored,
