@@ -95,8 +95,16 @@ def build_parser() -> argparse.ArgumentParser:
     p_eval.add_argument("--split", choices=["test", "train"], default="test")
     p_eval.add_argument("--json", action="store_true")
 
-    p_mcp = sub.add_parser("mcp", help="serve the index to agents (MCP over stdio)")
+    p_mcp = sub.add_parser(
+        "mcp", help="serve the index to agents (MCP over stdio, or HTTP on 127.0.0.1)"
+    )
     _add_common(p_mcp)
+    p_mcp.add_argument(
+        "--http",
+        action="store_true",
+        help="serve Streamable HTTP on 127.0.0.1 (one warm server for many agent sessions)",
+    )
+    p_mcp.add_argument("--port", type=int, default=None, help="HTTP port (default 8765)")
 
     p_graph = sub.add_parser("graph", help="the link graph")
     _add_common(p_graph)
@@ -345,7 +353,17 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     except ImportError as exc:
         _err(f"the MCP server needs the mcp extra: pip install 'tui-search[mcp]' ({exc})")
         return EXIT_ERROR
-    return serve(settings_from(args))
+    if args.port is not None and not args.http:
+        _err("--port goes with --http")
+        return EXIT_ERROR
+    if args.port is not None and not 1 <= args.port <= 65535:
+        _err(f"--port {args.port} is not a TCP port (1-65535)")
+        return EXIT_ERROR
+    settings = settings_from(args)
+    if not settings.workspace.is_dir():
+        _err(f"workspace {settings.workspace} is not a folder")
+        return EXIT_ERROR
+    return serve(settings, http=args.http, port=args.port)
 
 
 def cmd_app(args: argparse.Namespace) -> int:

@@ -29,14 +29,25 @@ from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 from tui_search.cli import main as cli_main  # noqa: E402
 from tui_search.config import Settings  # noqa: E402
 from tui_search.core.engine import SearchEngine  # noqa: E402
-from tui_search.mcp.server import AgentService, build_server  # noqa: E402
+from tui_search.mcp.live import LiveIndex  # noqa: E402
+from tui_search.mcp.server import build_server  # noqa: E402
+from tui_search.mcp.service import AgentService  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "sample_workspace"
 CALL_TIMEOUT = 120
 #: a safety bound on waits for the live index (each takes well under a second idle)
 BOUND_S = 60.0
-TOOLS = {"search", "find_documents", "read", "related", "status"}
+TOOLS = {
+    "search",
+    "find_documents",
+    "grep",
+    "read",
+    "read_many",
+    "related",
+    "recent_changes",
+    "status",
+}
 SECRET = "zebracorn-outside-secret"
 
 
@@ -65,13 +76,14 @@ class Harness:
         self.workspace = _make_workspace(base)
         self.index_dir = base / "index"
         self.settings = Settings(workspace=self.workspace, index_dir=self.index_dir)
-        self.engine = SearchEngine(self.settings)
-        self.service = AgentService(self.engine)
-        self.service.prepare()
+        settings = self.settings
+        self.live = LiveIndex(lambda: SearchEngine(settings), watch=watch)
+        self.live.run_inline()
+        self.engine = self.live.engine()
+        self.service = AgentService(self.live)
         if watch:
-            self.service.start_watching()
             deadline = time.monotonic() + BOUND_S
-            while self.service.watcher.state != "watching":
+            while self.live.watcher is None or self.live.watcher.state != "watching":
                 assert time.monotonic() < deadline, "the watcher did not start"
                 time.sleep(0.02)
         self.server = build_server(self.service)
@@ -98,8 +110,7 @@ class Harness:
         return text
 
     def close(self) -> None:
-        self.service.stop()
-        self.engine.close()
+        self.live.stop()
 
 
 @pytest.fixture(scope="module")
@@ -356,7 +367,7 @@ def test_absolute_path_of_an_indexed_file_is_refused(h: Harness) -> None:
 
 
 def test_related_refuses_paths_outside(h: Harness) -> None:
-    for document in ("../ws-private/secret.md", "/etc/passwd", "link-out.md", "api/photos"):
+    for document in ("../ws-private/secret.md", "/etc/passwd", "link-out.md", "api/photo"):
         h.error("related", {"document": document})
 
 
@@ -378,7 +389,7 @@ def test_nothing_outside_is_searchable(h: Harness) -> None:
         ("search", {"query": "x", "limit": 0}, "greater than or equal"),
         ("search", {"query": "x", "mode": "magic"}, "mode"),
         ("search", {"query": "x", "detail": "everything"}, "detail"),
-        ("search", {"query": "x", "cursor": "not-a-cursor"}, "continuation token is not valid"),
+        ("search", {"query": "x", "cursor": "not-a-cursor"}, "cursor is not valid"),
         ("search", {"query": "x", "cursor": "e30"}, "not valid"),
         ("search", {"query": "x" * 5000}, "at most 2000"),
         ("search", {"query": ""}, "give a query"),
@@ -474,6 +485,11 @@ def test_stdio_subprocess_from_the_readme_config(tmp_path: Path) -> None:
         with anyio.fail_after(300), errlog_path.open("w") as errlog:
             async with Client(stdio_client(params, errlog=errlog)) as client:
                 tools = await client.list_tools()
+                while True:  # the first index builds in the background
+                    status = await client.call_tool("status", {})
+                    if "building" not in status.structured_content["index"]:
+                        break
+                    await anyio.sleep(0.1)
                 found = await client.call_tool("search", {"query": "upload a photo", "limit": 3})
                 bad = await client.call_tool("read", {"target": "../../etc/passwd"})
                 return tools, found, bad

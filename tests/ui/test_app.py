@@ -195,6 +195,42 @@ async def test_editor_hand_off_reindexes_the_file(
         assert app.search_screen.results.current.section_id == "notes/cooking:zanzibar-appendix"
 
 
+async def test_editor_save_goes_through_the_running_watcher(
+    workspace: Path, app_factory: AppFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While the watcher runs it is the one writer: the file saved in the editor is applied
+    from its queue and reported as its batch (a second writer would have left the watcher
+    nothing to apply, and no batch)."""
+    editor = tmp_path / "fake-editor"
+    editor.write_text(
+        f"#!{sys.executable}\n"
+        "import sys\n"
+        "with open(sys.argv[2], 'a') as f:\n"
+        "    f.write('\\n## Zanzibar appendix\\n\\nA brand new quokka paragraph.\\n')\n",
+        encoding="utf-8",
+    )
+    editor.chmod(0o755)
+    monkeypatch.setenv("EDITOR", str(editor))
+    app = app_factory(workspace, watch=True)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        for _ in range(400):
+            if app.watcher is not None and app.watcher.state == "watching":
+                break
+            await pilot.pause(0.05)
+        await search(pilot, "sourdough")
+        await pilot.press("tab", "e")
+        await settle(pilot)
+        for _ in range(400):  # a generous bound: the watcher wakes every 0.3 s
+            if "notes/cooking.md" in app.last_batch:
+                break
+            await pilot.pause(0.05)
+        assert "notes/cooking.md" in app.last_batch
+        await pilot.press("ctrl+t")
+        await search(pilot, "quokka")
+        assert entry_files(app) == ["notes/cooking.md"]
+
+
 async def test_background_indexing_keeps_the_ui_live(
     workspace: Path, app_factory: AppFactory, fake_embedder: Any
 ) -> None:

@@ -24,13 +24,13 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from tui_search.config import Settings
-from tui_search.core.chunking import Chunk, doc_id_for
+from tui_search.core.chunking import Chunk, ParsedDocument, doc_id_for
 from tui_search.core.embedding import Embedder
 from tui_search.core.errors import IndexReadOnlyError
 from tui_search.core.index import SearchIndex, WriterLock, why_unwritable
 from tui_search.core.keyword.index import LexicalIndex
 from tui_search.core.memory import TRIM_AFTER_CHUNKS, release_free_memory
-from tui_search.core.parse_jobs import ParseJob, parse_workers, run_jobs
+from tui_search.core.parse_jobs import ParseJob, ParseOutcome, parse_workers, run_jobs
 from tui_search.core.results import IndexReport, Progress, ProgressCallback
 from tui_search.core.store import FileRecord, Store
 from tui_search.core.vectors import VectorIndex
@@ -70,6 +70,27 @@ class _Tally:
     changed: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     wrote: bool = False
+
+
+def _file_record(outcome: ParseOutcome, doc: ParsedDocument, warnings: list[str]) -> FileRecord:
+    """The manifest's row for a file just parsed."""
+    info = outcome.job.info
+    return FileRecord(
+        path=info.rel_path,
+        doc=outcome.job.doc,
+        size=info.size,
+        mtime_ns=info.mtime_ns,
+        ino=info.ino,
+        ctime_ns=info.ctime_ns,
+        hash=outcome.raw_hash,
+        title=doc.title,
+        tags=doc.tags,
+        links=doc.links,
+        parent=doc.parent,
+        encoding=outcome.encoding,
+        warnings=tuple(warnings),
+        anchors=tuple(doc.anchors.items()),
+    )
 
 
 class Indexer:
@@ -448,23 +469,7 @@ class Indexer:
         batch_chunks = batch_chars = 0
         force_left = set(force or ())
         total = len(to_check)
-        jobs: list[ParseJob] = []
-        for info in to_check:
-            old = known.get(info.rel_path)
-            doc = self._doc_for(info.rel_path, exists)
-            reuse = old is not None and old.doc == doc and info.rel_path not in (force or ())
-            jobs.append(
-                ParseJob(
-                    info,
-                    doc,
-                    old.hash if reuse and old is not None else None,
-                    self.max_file_bytes,
-                    self.max_tokens,
-                    self.min_overlap,
-                    self.max_sections,
-                    str(self.workspace.root),
-                )
-            )
+        jobs = self._parse_jobs(to_check, known, exists, force or set())
         outcomes = run_jobs(jobs, parse_workers(jobs))
         batch_started = time.monotonic()
         with contextlib.closing(outcomes):  # (the workers stop if a write fails)
@@ -515,27 +520,39 @@ class Indexer:
                 batch_docs[outcome.job.doc] = info.rel_path
                 for w in warnings:
                     skipped.append(Skipped(info.rel_path, f"indexed with a warning: {w}"))
-                record = FileRecord(
-                    path=info.rel_path,
-                    doc=outcome.job.doc,
-                    size=info.size,
-                    mtime_ns=info.mtime_ns,
-                    ino=info.ino,
-                    ctime_ns=info.ctime_ns,
-                    hash=outcome.raw_hash,
-                    title=parsed_doc.title,
-                    tags=parsed_doc.tags,
-                    links=parsed_doc.links,
-                    parent=parsed_doc.parent,
-                    encoding=outcome.encoding,
-                    warnings=tuple(warnings),
-                    anchors=tuple(parsed_doc.anchors.items()),
-                )
-                parsed.append((record, parsed_doc.chunks))
+                parsed.append((_file_record(outcome, parsed_doc, warnings), parsed_doc.chunks))
                 batch_chunks += len(parsed_doc.chunks)
                 batch_chars += outcome.text_chars
         emit(Progress("parse", total, total))
         self._write(parsed, removed, touched, tally, emit, force_left, last=True)
+
+    def _parse_jobs(
+        self,
+        to_check: list[FileInfo],
+        known: dict[str, FileRecord],
+        exists: Callable[[str], bool],
+        force: set[str],
+    ) -> list[ParseJob]:
+        """A parse job per file; a file whose document id is unchanged carries its indexed
+        hash (the same bytes are not parsed again), unless a crashed run left it dirty."""
+        jobs: list[ParseJob] = []
+        for info in to_check:
+            old = known.get(info.rel_path)
+            doc = self._doc_for(info.rel_path, exists)
+            reuse = old is not None and old.doc == doc and info.rel_path not in force
+            jobs.append(
+                ParseJob(
+                    info,
+                    doc,
+                    old.hash if reuse and old is not None else None,
+                    self.max_file_bytes,
+                    self.max_tokens,
+                    self.min_overlap,
+                    self.max_sections,
+                    str(self.workspace.root),
+                )
+            )
+        return jobs
 
     def _id_clash(
         self, chunks: list[Chunk], path: str, batch_docs: dict[str, str], removed: list[str]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 # CSI / OSC / other ESC sequences, then any remaining C0/C1 control character except \n and \t
-_ANSI_RE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+ANSI_RE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 #: Characters that change how the text around them is shown without being seen: bidi
 #: embeddings, overrides, isolates and marks (``admin\u202egnp.exe`` shows as ``adminexe.png``),
@@ -27,7 +27,7 @@ _LINE_BREAKS = str.maketrans({"\n": "\\n", "\r": "\\r", "\t": "\\t"})
 def sanitize_terminal(text: str) -> str:
     """Remove escape sequences and invisible direction or zero-width characters; show other
     control characters as visible placeholders (line breaks and tabs are kept)."""
-    text = _ANSI_RE.sub("", text)
+    text = ANSI_RE.sub("", text)
     text = _INVISIBLE_RE.sub("", text)
     text = _SEPARATOR_RE.sub(" ", text)
     return _CONTROL_RE.sub(lambda m: "\ufffd" if m.group(0) not in "\r" else " ", text)

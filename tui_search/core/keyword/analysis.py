@@ -39,8 +39,8 @@ _IDENT_RE = re.compile(_IDENT_TOKEN)
 def is_identifier(token: str) -> bool:
     """camelCase, PascalCase with inner capitals, snake_case, dotted, or letters with digits.
     Dotted single letters are abbreviations and initials, not identifiers: ``i.e``, ``e.g``,
-    ``U.S``, ``A.J`` (boosting every chunk that says "i.e." buried the answers of the queries
-    that say it)."""
+    ``U.S``, ``A.J`` (boosting every chunk that says "i.e." would bury the answers of the
+    queries that say it)."""
     if token.isalpha() and (token.islower() or token.isupper() or token.istitle()):
         return False  # the common case, a plain word: decided without looking at each letter
     if len(token) < 2 or not any(c.isalpha() for c in token):
@@ -134,8 +134,8 @@ _VOWELS = frozenset("aeiouy")
 
 def stem_word(word: str) -> str:
     """A lowercase word's stem (Snowball English). Snowball leaves the ``s`` on a word with no
-    vowel before it, so "SDKs", "VMs" and "PRs" did not meet "SDK", "VM" and "PR" (Porter's
-    stemmer did): such a plural loses its ``s`` first."""
+    vowel before it, so "SDKs", "VMs" and "PRs" would not meet "SDK", "VM" and "PR": such a
+    plural loses its ``s`` first."""
     if len(word) > 2 and word[-1] == "s" and word[-2] != "s" and not _VOWELS & set(word[:-1]):
         word = word[:-1]
     with _SNOWBALL_LOCK:

@@ -316,23 +316,31 @@ class Compiler:
 
     # relaxed filter (every arm) -----------------------------------------------------------
     def sup(self, node: Node) -> Q.Query | None:
-        """A superset of the satisfying chunks: text that must match is relaxed to "anything",
-        filters and excluded text are kept. Restricts the semantic arm too."""
+        """A superset of the satisfying chunks: a sequence's optional words are relaxed to
+        "anything"; filters, required text (``+"x"``, ``AND``, ``OR``) and excluded text are
+        kept, as the keyword arm applies them. Restricts the semantic arm too."""
         if isinstance(node, (Word, Phrase)):
-            return EVERYTHING
+            return self.exact(node)
         if isinstance(node, Field):
             return self.filter(node)
         if isinstance(node, Not):
             return _q_not(self.sub(node.child))
         if isinstance(node, And):
-            return _q_and([self.sup(c) for c in node.children])
+            return _q_and([self.required(c) for c in node.children])
         if isinstance(node, Or):
-            return _q_or([self.sup(c) for c in node.children])
-        parts = [self.sup(c) for c in node.must]
+            return _q_or([self.required(c) for c in node.children])
+        parts = [self.required(c) for c in node.must]
         parts += [_q_not(self.sub(c)) for c in node.must_not]
         if node.should and not node.must:
-            parts.append(_q_or([self.sup(c) for c in node.should]))
+            optional = [EVERYTHING if isinstance(c, (Word, Phrase)) else self.sup(c)
+                        for c in node.should]  # fmt: skip
+            parts.append(_q_or(optional))
         return _q_and(parts)
+
+    def required(self, node: Node) -> Q.Query | None:
+        """The chunks that satisfy ``node`` where it must hold (an operand of ``AND`` or
+        ``OR``, a ``+`` term): its text matched exactly, as the keyword arm matches it."""
+        return self.exact(node) if has_text(node) else self.sup(node)
 
     def sub(self, node: Node) -> Q.Query | None:
         """A subset of the satisfying chunks (used under negation): text matched exactly."""

@@ -61,7 +61,7 @@ class LexicalSnapshot:
     def vkeys_allowed(self, vkeys: np.ndarray, allowed: np.ndarray) -> np.ndarray:
         """For each vector key, whether a document with that key is in ``allowed`` (a docnum
         mask): the keys are looked up in the index's keys sorted once (``np.isin`` against
-        every allowed key sorted them again on each query: ~10 ms at 69k chunks). A key held
+        every allowed key would sort them again on each query: ~10 ms at 69k chunks). A key held
         by more than one docnum (a deleted chunk and its replacement) is allowed when any is."""
         order, lo, hi = self._vkey_ranges(np.asarray(vkeys, dtype=np.uint64))
         out = np.zeros(len(lo), dtype=bool)
