@@ -301,6 +301,10 @@ def cmd_search(args: argparse.Namespace) -> int:
             for i, h in enumerate(results.hits, 1):
                 print(f"{i:>3}. ", end="")
                 show(h)
+        if results.closest:
+            print("no match; the closest:")
+            for h in results.closest:
+                show(h, "  ")
         if results.has_more:
             print(f"more: --continue {results.next_token}")
         return 0

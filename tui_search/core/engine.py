@@ -41,6 +41,8 @@ if TYPE_CHECKING:
 
 #: Files per write of a first index (each write makes them searchable).
 FIRST_INDEX_BATCH = 200
+#: How many of the closest results a search that matches nothing shows ("no match").
+CLOSEST = 3
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -363,14 +365,22 @@ class SearchEngine:
             per_doc=self.settings.passages_per_document,
         )
         # full records and snippets only for the rows shown
-        records = self.index.store.chunks_by_keys(s.key for s in page.shown)
-        hits, documents = paging.HitMaker(
+        # nothing matches: the closest few are shown under "no match", never counted
+        near = (
+            paging.closest(ranking, self.index.doc_paths(), min(limit, CLOSEST))
+            if page.results == 0 and offset == 0
+            else []
+        )
+        records = self.index.store.chunks_by_keys(s.key for s in [*page.shown, *near])
+        maker = paging.HitMaker(
             records,
             Highlighter(plan.highlight_terms, plan.identifiers),
             snippet_chars or self.settings.snippet_chars,
             ranking,
             explain or plan.explain,
-        ).rows(page.without(records), group=group)
+        )
+        hits, documents = maker.rows(page.without(records), group=group)
+        nearest = tuple(maker.hit(s) for s in near if s.key in records)
         has_more = offset + limit < page.total
         rerank = ranking.rerank
         return SearchResults(
@@ -392,4 +402,5 @@ class SearchEngine:
             duplicate_groups=paging.duplicate_groups(hits) if collapse_duplicates else (),
             reranked=rerank is not None and rerank.applied,
             rerank_pending=0 if rerank is None or rerank.applied else rerank.missing,
+            closest=nearest,
         )

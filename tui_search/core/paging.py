@@ -95,9 +95,11 @@ def page_of(
         # a broad boolean query (270k results at 275k chunks): counted per file in numpy
         return _tail_page(ranking, doc_paths, group, offset, limit, per_doc)
     # every result by index into the ranking: a row is made only for those shown
-    all_paths = list(map(doc_paths.get, map(document_of, ranking.keys())))
-    kept = [i for i, path in enumerate(all_paths) if path is not None]  # else removed
-    kept_paths: list[str] = [p for p in all_paths if p is not None]
+    keys = ranking.keys()
+    all_paths = list(map(doc_paths.get, map(document_of, keys)))
+    # a result is listed when it matches the query and its document is there (else removed)
+    kept = [i for i, path in enumerate(all_paths) if path is not None and ranking.is_match(keys[i])]
+    kept_paths: list[str] = [p for i in kept if (p := all_paths[i]) is not None]
     n_results, n_files = len(kept), len(set(kept_paths))
     if not group:
         shown = [ranking.at(i) for i in kept[offset : offset + limit]]
@@ -121,6 +123,17 @@ def page_of(
     return Page(shown, groups, len(counts), n_results, n_files)
 
 
+def closest(ranking: Ranking, doc_paths: Mapping[str, str], n: int) -> list[Scored]:
+    """The ``n`` best results of a ranking none of which matches: shown under "no match"."""
+    out: list[Scored] = []
+    for s in ranking.ranked:
+        if len(out) >= n:
+            break
+        if document_of(s.key) in doc_paths:
+            out.append(s)
+    return out
+
+
 def _tail_page(
     ranking: Ranking,
     doc_paths: Mapping[str, str],
@@ -135,7 +148,13 @@ def _tail_page(
     on 270k results."""
     tail = ranking.tail
     assert tail is not None
-    files = np.concatenate([tail.head_files, tail.files()])
+    head_files = tail.head_files.copy()
+    # a head row that does not match the query is not listed (the tail's rows all match)
+    unmatched = np.fromiter(
+        (not ranking.is_match(s.key) for s in ranking.ranked), dtype=bool, count=len(head_files)
+    )
+    head_files[unmatched] = -1
+    files = np.concatenate([head_files, tail.files()])
     kept = np.flatnonzero(files >= 0)  # else a chunk deleted meanwhile
     kept_files = files[kept]
     uniq, first, counts = np.unique(kept_files, return_index=True, return_counts=True)

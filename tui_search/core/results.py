@@ -140,6 +140,14 @@ class SearchResults:
     #: Sections of the head still waiting for their re-ranker vector (the app's background
     #: fill makes them; this search kept the static order).
     rerank_pending: int = 0
+    #: Nothing matches the query: its closest few results (best first), shown under "no
+    #: match" and not counted in ``total_results``.
+    closest: tuple[Hit, ...] = ()
+
+    @property
+    def no_match(self) -> bool:
+        """Nothing matches the query (``total_results`` is 0)."""
+        return self.total_results == 0
 
     def explanation(self, hit: Hit) -> Explanation | None:
         """Why ``hit`` (one of these results) ranks where it does, if the search explained."""
@@ -163,6 +171,8 @@ class SearchResults:
             out["results"] = [h.to_json() for h in self.hits]
         out["continuation"] = {"has_more": self.has_more, "next_token": self.next_token}
         out["reranked"] = self.reranked
+        if self.closest:
+            out["closest"] = [h.to_json() for h in self.closest]
         if self.warnings:
             out["warnings"] = list(self.warnings)
         return out

@@ -79,6 +79,46 @@ def split_compound(token: str) -> list[str]:
     return parts if len(parts) > 1 or (parts and parts[0] != token) else []
 
 
+#: The unspaced scripts: Han ideographs (with extension A and the compatibility block),
+#: Hiragana, Katakana and Hangul syllables. A run of them is one ``\w+`` "word" however
+#: long, so it is indexed and searched as its overlapping character pairs (a lone character
+#: as itself): "数据库备份" is 数据 据库 库备 备份, found inside any longer run that holds it.
+_CJK_CLASS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_CJK_RE = re.compile(f"[{_CJK_CLASS}]")
+_CJK_SPLIT = re.compile(f"[{_CJK_CLASS}]+|[^{_CJK_CLASS}]+")
+
+
+def cjk_bigrams(run: str) -> list[str]:
+    """The overlapping character pairs of a run of unspaced script (a lone character: itself)."""
+    if len(run) < 2:
+        return [run]
+    return [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+def _plain(word: str) -> bool:
+    """A word indexed as itself alone: letters or digits in one case, no unspaced script."""
+    return (
+        word.isalnum()
+        and (word.islower() or word.isupper() or word.isdigit())
+        and (word.isascii() or _CJK_RE.search(word) is None)
+    )
+
+
+def word_pieces(word: str) -> list[str]:
+    """The tokens a ``\\w+`` word is indexed as, before lowercasing and stemming: the word and
+    its compound parts (``split_compound``); a word holding unspaced script, its runs of that
+    script as character pairs (``cjk_bigrams``) and each other run as a word of its own."""
+    if _CJK_RE.search(word) is None:
+        return [word, *split_compound(word)]
+    pieces: list[str] = []
+    for run in _CJK_SPLIT.findall(word):
+        if _CJK_RE.match(run):
+            pieces.extend(cjk_bigrams(run))
+        elif _ALNUM_RE.search(run) is not None:
+            pieces.extend([run, *split_compound(run)])
+    return pieces
+
+
 #: A letter or digit: a "word" without one (``_____``, the blank of a fill-in question) is
 #: punctuation, not a term.
 _ALNUM_RE = re.compile(r"[^\W_]")
@@ -93,11 +133,12 @@ class CompoundFilter(Filter):
             text = t.text
             if _ALNUM_RE.search(text) is None:
                 continue
-            yield t
-            if not text.isalnum() or not (text.islower() or text.isupper() or text.isdigit()):
-                for part in split_compound(text):
-                    t.text = part
-                    yield t
+            if _plain(text):
+                yield t
+                continue
+            for piece in word_pieces(text):
+                t.text = piece
+                yield t
 
 
 class IdentifierFilter(Filter):
@@ -126,7 +167,7 @@ _SNOWBALL_LOCK = threading.Lock()  # a PyStemmer stemmer is not safe to share be
 #: re-embedding).
 ANALYSIS = (
     "words+compounds, lowercase, English stop words, Snowball English stems, acronym plurals,"
-    " no underscore runs, underscore-wrapped words"
+    " no underscore runs, underscore-wrapped words, CJK character pairs"
 )
 ANALYSIS_FILE = "ANALYSIS"
 _VOWELS = frozenset("aeiouy")
@@ -199,7 +240,11 @@ class TextAnalyzer(Analyzer):
         pos = -1
         first = True
         for i, word in enumerate(_WORD_RE.findall(value)):
-            if word.isalnum() and (word.islower() or word.isupper() or word.isdigit()):
+            if (
+                word.isalnum()
+                and (word.islower() or word.isupper() or word.isdigit())
+                and (word.isascii() or _CJK_RE.search(word) is None)
+            ):  # ``_plain``, inline: the hot path
                 text = word.lower()
                 if text in stops:
                     continue
@@ -210,7 +255,7 @@ class TextAnalyzer(Analyzer):
                 continue
             if _ALNUM_RE.search(word) is None:
                 continue
-            for piece in (word, *split_compound(word)):
+            for piece in word_pieces(word):
                 text = piece.lower()
                 if not text or text in stops:
                     continue
@@ -251,12 +296,16 @@ class TextAnalyzer(Analyzer):
                 start, end = spans[i]
                 t.startchar = start_char + start
                 t.endchar = start_char + end
-            if word.isalnum() and (word.islower() or word.isupper() or word.isdigit()):
+            if (
+                word.isalnum()
+                and (word.islower() or word.isupper() or word.isdigit())
+                and (word.isascii() or _CJK_RE.search(word) is None)
+            ):  # ``_plain``, inline: the hot path
                 pieces: list[str] = [word]
             elif _ALNUM_RE.search(word) is None:
                 continue
             else:
-                pieces = [word, *split_compound(word)]
+                pieces = word_pieces(word)
             for piece in pieces:
                 text = piece.lower()
                 if not text or text in stops:  # StopFilter(minsize=1)

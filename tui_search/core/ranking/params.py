@@ -36,6 +36,12 @@ class RankingParams:
     one_result_per_section: bool = knob(
         True, "each section is one result, at its best chunk", "one-result-per-section"
     )
+    match_floor: float = knob(
+        0.35, "a semantic neighbour is a match from this cosine on", "matches"
+    )
+    match_word_share: float = knob(
+        0.5, "a keyword hit is a match when it holds this share of the query's words", "matches"
+    )
     # -- the keyword arm (BM25F) -----------------------------------------------------------
     k1: float = knob(1.2, "BM25F term-frequency saturation", "bm25f")
     b: float = knob(0.75, "BM25F length normalisation", "bm25f")

@@ -25,10 +25,18 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from tui_search.core.chunking import section_of
 from tui_search.core.embedding import Embedder
 from tui_search.core.errors import ModelError
 from tui_search.core.index import SearchIndex
-from tui_search.core.keyword.compile import NOTHING, Compiler, paths_query, plain_query
+from tui_search.core.keyword.analysis import query_term_weights
+from tui_search.core.keyword.compile import (
+    NOTHING,
+    Compiler,
+    paths_query,
+    plain_query,
+    term_clause,
+)
 from tui_search.core.keyword.snapshot import LexicalSnapshot
 from tui_search.core.plan import Field, Mode, Node, Phrase, QueryPlan, Seq, Word
 from tui_search.core.query import has_text
@@ -95,6 +103,14 @@ class Ranking:
     rerank: RerankOutcome | None = None
     #: The steps the ranking took (``policy.Steps``; the explanation reads them).
     steps: Steps | None = None
+    #: The sections that match the query (``match_sections``): the results listed and
+    #: counted. None: every result matches (keyword mode, a listing, ``like:``). The tail's
+    #: rows are keyword matches, always.
+    matches: frozenset[str] | None = None
+
+    def is_match(self, key: str) -> bool:
+        """Whether the result ``key`` (a chunk key) matches the query."""
+        return self.matches is None or section_of(key) in self.matches
 
     def keys(self) -> list[str]:
         """Every result's chunk key, best first."""
@@ -232,7 +248,11 @@ class Retriever:
         if rest is not None and tiers:  # tiers reorder every result: make the rows
             ranked, rest = Ranking(ranked, weights, name, tail=rest).all(), None
         ranked = order_by_tier(ranked, tiers)
-        return Ranking(ranked, weights, name, c.warnings, rest, outcome, steps)
+        # a ``like:`` or ``related:`` query lists neighbours by vector or link: each one is asked
+        matches = None
+        if like_vector is None and not tiers:
+            matches = match_sections(plan, arms, snap, params)
+        return Ranking(ranked, weights, name, c.warnings, rest, outcome, steps, matches)
 
     def _resolve(
         self, plan: QueryPlan, c: Compiler, snap: LexicalSnapshot
@@ -400,6 +420,38 @@ class Retriever:
             if query is None or query is NOTHING:
                 return none
         return snap.search_arrays(query, None, allowed, file_weight=params.file_weight)
+
+
+def match_sections(
+    plan: QueryPlan, arms: _Arms, snap: LexicalSnapshot, params: RankingParams
+) -> frozenset[str]:
+    """The sections that match the query: each keyword hit holding at least
+    ``match_word_share`` of the query's words (every hit of a boolean query, which satisfies
+    it), and each semantic neighbour whose cosine reaches ``match_floor`` (calibrated so
+    that an unrelated query finds none: ``research/match_floor.py``)."""
+    keys = [k for k, _ in arms.keyword]
+    if keys and plan.plain_text is not None:
+        terms = list(
+            query_term_weights(
+                plan.plain_text,
+                params.query_term_frequency,
+                params.long_query_words,
+                params.drop_question_words,
+            )
+        )
+        if len(terms) > 1:
+            docnums = snap.docnums_of(keys)
+            held = np.zeros(len(keys), dtype=np.int64)
+            at = np.maximum(docnums, 0)
+            for term in terms:
+                held += snap.mask(term_clause(term, params))[at]
+            held[docnums < 0] = 0  # a chunk deleted meanwhile
+            need = params.match_word_share * len(terms)
+            keys = [k for k, n in zip(keys, held.tolist(), strict=True) if n >= need]
+    found = {section_of(k) for k in keys}
+    floor = params.match_floor
+    found.update(section_of(k) for k, cosine in arms.semantic if cosine >= floor)
+    return frozenset(found)
 
 
 def _split_keyword_head(

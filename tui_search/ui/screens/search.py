@@ -28,7 +28,7 @@ from tui_search.core.errors import ConfigError, TuiSearchError
 from tui_search.core.graph import Community
 from tui_search.core.plan import MODES
 from tui_search.core.results import FusionWeights, SearchResults
-from tui_search.core.textsafe import sanitize_terminal
+from tui_search.core.textsafe import one_line, sanitize_terminal
 from tui_search.ui.messages import SearchDone
 from tui_search.ui.screens.picker import community_picker, links_picker
 from tui_search.ui.search_request import SearchRequest
@@ -519,10 +519,11 @@ class SearchScreen(Screen[None]):
             )
         self.set_results_message(
             Content.assemble(
-                ("No results", "bold $warning"),
+                ("No match", "bold $warning"),
                 " for ",
                 (f"“{sanitize_terminal(query)}”", "bold"),
                 scope_note,
+                self._closest_note(),
                 "\n\n",
                 (
                     f"Try fewer or other words, or another mode (ctrl+t: now {self.mode}).",
@@ -536,6 +537,16 @@ class SearchScreen(Screen[None]):
             )
         )
         self.preview.clear("Nothing selected.")
+
+    def _closest_note(self) -> tuple[str, str] | str:
+        """The closest few results of a search that matches nothing, under "no match"."""
+        closest = self.last_results.closest if self.last_results is not None else ()
+        if not closest:
+            return ""
+        lines = "".join(
+            f"\n  {one_line(h.title)} ({one_line(h.file_path)}:{h.line_start})" for h in closest
+        )
+        return ("\n\nClosest, not matching:" + lines, "$text-muted")
 
     def set_results_message(self, message: str | Content | None) -> None:
         widget = self.query_one("#results-message", Static)
