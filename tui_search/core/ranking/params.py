@@ -39,8 +39,13 @@ class RankingParams:
     match_floor: float = knob(
         0.35, "a semantic neighbour is a match from this cosine on", "matches"
     )
-    match_word_share: float = knob(
-        0.5, "a keyword hit is a match when it holds this share of the query's words", "matches"
+    match_min_words: int = knob(
+        2,
+        "a keyword hit is a match when it holds this many of the query's words (or all)",
+        "matches",
+    )
+    match_partial_floor: float = knob(
+        0.2, "a keyword hit with fewer words is a match from this cosine on", "matches"
     )
     # -- the keyword arm (BM25F) -----------------------------------------------------------
     k1: float = knob(1.2, "BM25F term-frequency saturation", "bm25f")

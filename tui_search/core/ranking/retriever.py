@@ -212,6 +212,17 @@ class Retriever:
         c = Compiler(self.index.graph, lambda: self.index.doc_paths().values(), params, plan.depth)
         steps = self.steps(plan, mode, params)
         allowed, like_vector, tiers = self._resolve(plan, c, snap)
+        if like_vector is None and analyses_to_nothing(plan):
+            # punctuation or common words alone ("---", "![["): the arms would return filler
+            c.warnings.append(
+                f"“{plan.semantic_text}” holds no searchable word (punctuation and common "
+                "words are not indexed): nothing is searched"
+            )
+            w = params.hybrid_keyword_weight(soft=steps.soft_share > 0)
+            weights = plan.weights or steps.policy.weights or (w, 1.0 - w)
+            return Ranking(
+                [], weights, steps.describe(), c.warnings, steps=steps, matches=frozenset()
+            )
         # the question's sentence vector is encoded on another thread while the arms search
         question: Future[np.ndarray] | str | None = None
         if (
@@ -422,15 +433,27 @@ class Retriever:
         return snap.search_arrays(query, None, allowed, file_weight=params.file_weight)
 
 
+def analyses_to_nothing(plan: QueryPlan) -> bool:
+    """Whether the query's text gives the index no term and no identifier to look up."""
+    return bool(
+        plan.semantic_text
+        and not plan.listing
+        and not plan.highlight_terms
+        and not plan.identifiers
+    )
+
+
 def match_sections(
     plan: QueryPlan, arms: _Arms, snap: LexicalSnapshot, params: RankingParams
 ) -> frozenset[str]:
-    """The sections that match the query: each keyword hit holding at least
-    ``match_word_share`` of the query's words (every hit of a boolean query, which satisfies
-    it), and each semantic neighbour whose cosine reaches ``match_floor`` (calibrated so
-    that an unrelated query finds none: ``research/match_floor.py``)."""
+    """The sections that match the query (``docs/ranking.md#matches``): a keyword hit holding
+    ``match_min_words`` of the query's words (all of them, when it has fewer), or fewer with
+    a cosine of at least ``match_partial_floor``; a semantic neighbour with a cosine of at
+    least ``match_floor``. Without a query vector (keyword mode) and for a boolean query
+    (its hits satisfy it) every keyword hit matches. The floors are calibrated so that an
+    unrelated query finds none (``research/match_floor.py``)."""
     keys = [k for k, _ in arms.keyword]
-    if keys and plan.plain_text is not None:
+    if keys and plan.plain_text is not None and arms.qvec is not None:
         terms = list(
             query_term_weights(
                 plan.plain_text,
@@ -439,15 +462,22 @@ def match_sections(
                 params.drop_question_words,
             )
         )
-        if len(terms) > 1:
+        need = min(params.match_min_words, len(terms))
+        if need > 1:
             docnums = snap.docnums_of(keys)
             held = np.zeros(len(keys), dtype=np.int64)
             at = np.maximum(docnums, 0)
             for term in terms:
                 held += snap.mask(term_clause(term, params))[at]
             held[docnums < 0] = 0  # a chunk deleted meanwhile
-            need = params.match_word_share * len(terms)
-            keys = [k for k, n in zip(keys, held.tolist(), strict=True) if n >= need]
+            cosines = dict(arms.semantic)
+            cosines.update(arms.lookup)
+            partial = params.match_partial_floor
+            keys = [
+                k
+                for k, n in zip(keys, held.tolist(), strict=True)
+                if n >= need or cosines.get(k, -1.0) >= partial
+            ]
     found = {section_of(k) for k in keys}
     floor = params.match_floor
     found.update(section_of(k) for k, cosine in arms.semantic if cosine >= floor)
