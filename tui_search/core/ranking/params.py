@@ -36,9 +36,7 @@ class RankingParams:
     one_result_per_section: bool = knob(
         True, "each section is one result, at its best chunk", "one-result-per-section"
     )
-    match_floor: float = knob(
-        0.35, "a semantic neighbour is a match from this cosine on", "matches"
-    )
+    match_floor: float = knob(0.4, "a semantic neighbour is a match from this cosine on", "matches")
     match_min_words: int = knob(
         2,
         "a keyword hit is a match when it holds this many of the query's words (or all)",
