@@ -327,8 +327,9 @@ class SearchIndex:
 
         Counts read while another process commits can disagree for a moment (its full-text
         index is written before its manifest): a disagreement is only repaired when it is still
-        there under the writer lock. If another process holds the lock, nothing is repaired:
-        that writer opened, and checked, the index itself."""
+        there under the writer lock. While another process holds the lock, nothing is repaired
+        and nothing waits: a disagreement that outlives that write is repaired by the next
+        opening."""
         if self.readonly or self._disagreement() == (None, None):
             return
         try:
