@@ -207,6 +207,39 @@ def _fill_rerank(engine: Any, progress: ProgressPrinter) -> dict[str, Any]:
     return {"made": made, "ready": ready, "sections": total, "took_s": round(took, 2)}
 
 
+#: SGR codes of a rendered snippet's runs on a terminal (matches: bold yellow).
+SNIPPET_SGR = {
+    "strong": "1",
+    "emph": "3",
+    "code": "36",
+    "link": "4",
+    "placeholder": "3;35",
+    "strike": "9",
+    "match": "1;33",
+}
+
+
+def snippet_text(snippet: Any, tty: bool) -> str:
+    """A snippet as text (inline markdown read, ``core.snippets.render_snippet``): on a
+    terminal with its styles and the matched words in bold yellow, otherwise plain."""
+    from tui_search.core.snippets import render_snippet
+
+    rendered = render_snippet(snippet)
+    text = rendered.text
+    if not tty:
+        return text
+    runs = [*rendered.styles, *((s, e, "match") for s, e in rendered.matches)]
+    if not runs:
+        return text
+    cuts = sorted({0, len(text), *(s for s, _, _ in runs), *(e for _, e, _ in runs)})
+    out = []
+    for a, b in zip(cuts, cuts[1:], strict=False):
+        codes = [SNIPPET_SGR[k] for s, e, k in runs if s <= a and b <= e]
+        piece = text[a:b]
+        out.append(f"\x1b[{';'.join(codes)}m{piece}\x1b[0m" if codes else piece)
+    return "".join(out)
+
+
 def _bold(text: str, tty: bool) -> str:
     return f"\x1b[1m{text}\x1b[0m" if tty else text
 
@@ -257,9 +290,7 @@ def cmd_search(args: argparse.Namespace) -> int:
             print(
                 f"{indent}{_bold(sanitize_terminal(h.file_path), tty)}:{h.line_start}  {sanitize_terminal(crumbs)}  [{h.relevance_score:.3f}]"
             )
-            left, right = ("\x1b[1;33m", "\x1b[0m") if tty else ("**", "**")
-            snippet = h.snippet.marked(left, right, escape=sanitize_terminal)
-            print(f"{indent}    {snippet}")
+            print(f"{indent}    {snippet_text(h.snippet, tty)}")
             if args.explain:
                 print(f"{indent}    {json.dumps(h.scores)}")
 

@@ -159,6 +159,9 @@ class Hit:
             "relevance_score": round(self.relevance_score, 6),
             "content": self.content,
             "snippet": self.snippet.marked(),
+            # the snippet as it is in the file (flattened to one line) and its matches' offsets
+            "snippet_text": self.snippet.text,
+            "snippet_spans": [list(span) for span in self.snippet.spans],
             "tags": list(self.tags),
             "scores": self.scores,
         }

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from functools import lru_cache
 
 from tui_search.core.keyword.index import text_analyzer
 from tui_search.core.results import Snippet
+from tui_search.core.textsafe import sanitize_terminal_in_place
 
 _WORD_RE = re.compile(r"\w+(?:[.:]\w+)*")
 _local = threading.local()
@@ -155,3 +157,191 @@ def make_snippet(
 ) -> Snippet:
     """A snippet of ``content`` for one query (see :meth:`Highlighter.snippet`)."""
     return Highlighter(terms, identifiers).snippet(content, chars)
+
+
+# -- snippets as text --------------------------------------------------------------------
+#: What a styled run of a rendered snippet is: ``strong``, ``emph``, ``code``, ``link``,
+#: ``placeholder`` (a template slot such as tldr's ``{{path/to/file}}``) or ``strike``.
+STYLE_KINDS = ("strong", "emph", "code", "link", "placeholder", "strike")
+
+
+@dataclass(frozen=True)
+class RenderedSnippet:
+    """A snippet's inline markdown read as text: the markup gone, what it meant as styled
+    runs, and the matched words' spans moved to the rendered text."""
+
+    text: str
+    #: (start, end, kind) runs of ``text`` with a markdown style (kinds: ``STYLE_KINDS``).
+    styles: tuple[tuple[int, int, str], ...] = ()
+    #: (start, end) of the matched words in ``text``.
+    matches: tuple[tuple[int, int], ...] = ()
+
+
+_INLINE_RE = re.compile(
+    r"""
+      (?P<fence>(?:```|~~~)[\w+#.-]*)
+    | (?P<code>(?P<ticks>`+)(?P<code_text>.+?)(?P=ticks))
+    | (?P<image>!\[(?P<image_alt>[^\]]*)\]\((?P<image_url>[^)\s]*)[^)]*\)?)
+    | (?P<wiki>!?\[\[(?P<wiki_target>[^\]|#]*)(?:\#(?P<wiki_anchor>[^\]|]*))?
+        (?:\|(?P<wiki_alias>[^\]]*))?\]\])
+    | (?P<link>\[(?P<link_text>[^\]]+)\](?:\([^)]*(?:\)|$)|\[[^\]]*\]))
+    | (?P<placeholder>\{\{(?P<placeholder_text>.+?)\}\})
+    | (?P<strong>(?P<sm>\*\*|__)(?=\S)(?P<strong_text>.+?)(?<=\S)(?P=sm))
+    | (?P<strike>~~(?=\S)(?P<strike_text>.+?)(?<=\S)~~)
+    | (?P<emph>(?:(?<![\w*])\*(?=[^\s*])(?P<emph_text>.+?)(?<=[^\s*])\*(?![\w*]))
+        |(?:(?<!\w)_(?=[^\s_])(?P<emph_text2>.+?)(?<=[^\s_])_(?!\w)))
+    | (?P<pipe>\s*\|(?:\s*:?-{3,}:?\s*\||[\s|])*)
+    | (?P<heading>(?:^|(?<=\s))\#{1,6}\s+)
+    | (?P<quote>(?:^|(?<=\s\s))>\s(?:\[![\w-]+\][+-]?\s?)?)
+    | (?P<escape>\\(?P<escaped>[\\`*_{}\[\]()#+\-.!|~<>]))
+    """,
+    re.VERBOSE,
+)
+
+_SLOT_RE = re.compile(r"\{\{(.+?)\}\}")
+_FENCE_RE = re.compile(r"(?:```|~~~)[\w+#.-]*")
+#: A snippet whose pipes are a table's: a separator row, two rows run together (``| |``), a
+#: row at the start, or three cell borders; otherwise a pipe is text (a shell pipeline).
+_TABLE_RE = re.compile(r"\|\s*:?-{3,}|\|\s+\||^\s*\||(?:\s\|\s.*){3}")
+_IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".bmp", ".avif")
+
+
+class _Writer:
+    """Builds the rendered text, remembering where each source character went."""
+
+    def __init__(self, size: int) -> None:
+        self.out: list[str] = []
+        self.where = [-1] * size
+        self.styles: list[tuple[int, int, str]] = []
+        self.table = False  # the snippet's pipes are a table's
+
+    def copy(self, src: str, start: int, end: int) -> None:
+        out, where = self.out, self.where
+        for i in range(start, end):
+            c = src[i]
+            if c.isspace():
+                if not out or out[-1] == " ":
+                    continue  # whitespace runs (and leading space) read as one space
+                c = " "
+            where[i] = len(out)
+            out.append(c)
+
+    def insert(self, text: str) -> None:
+        for c in text:
+            if c == " " and (not self.out or self.out[-1] == " "):
+                continue
+            self.out.append(c)
+
+    def styled(self, kind: str, fn: Callable[[], None]) -> None:
+        out = self.out
+        begin = len(out)
+        fn()
+        end = len(out)
+        while begin < end and out[begin] == " ":
+            begin += 1
+        while end > begin and out[end - 1] == " ":
+            end -= 1
+        if end > begin:
+            self.styles.append((begin, end, kind))
+
+
+def _slots(src: str, start: int, end: int, w: _Writer) -> None:
+    """Write code text as it is, but for template slots (``{{name}}`` reads as ``name``)."""
+    pos = start
+    for m in _SLOT_RE.finditer(src, start, end):
+        w.copy(src, pos, m.start())
+        a, b = m.span(1)
+        w.styled("placeholder", lambda a=a, b=b: w.copy(src, a, b))
+        pos = m.end()
+    w.copy(src, pos, end)
+
+
+def _emit(src: str, start: int, end: int, w: _Writer) -> None:
+    """Write ``src[start:end]`` with its inline markup read (recursively inside emphasis)."""
+    pos = start
+    while (m := _INLINE_RE.search(src, pos, end)) is not None:
+        w.copy(src, pos, m.start())
+        pos = m.end()
+        kind = m.lastgroup
+        if kind == "fence":
+            # the text up to the closing fence (or the snippet's end) is code, as written
+            close = _FENCE_RE.search(src, pos, end)
+            stop = close.start() if close is not None else end
+            w.insert(" ")
+            w.styled("code", lambda a=pos, b=stop: _slots(src, a, b, w))
+            w.insert(" ")
+            pos = close.end() if close is not None else end
+        elif kind == "code":
+            a, b = m.span("code_text")
+            w.styled("code", lambda a=a, b=b: _slots(src, a, b, w))
+        elif kind == "image":
+            a, b = m.span("image_alt")
+            if b > a:
+                w.styled("link", lambda a=a, b=b: w.copy(src, a, b))
+            else:
+                w.insert("[image]")
+        elif kind == "wiki":
+            alias, target = m.span("wiki_alias"), m.span("wiki_target")
+            anchor = m.span("wiki_anchor")
+            if m.group("wiki").startswith("!") and m.group("wiki_target").lower().endswith(
+                _IMAGE_SUFFIXES
+            ):
+                w.insert("[image]")
+                continue
+            a, b = alias if alias[0] >= 0 else (target if target[1] > target[0] else anchor)
+            if a >= 0:
+                w.styled("link", lambda a=a, b=b: _emit(src, a, b, w))
+        elif kind == "link":
+            a, b = m.span("link_text")
+            w.styled("link", lambda a=a, b=b: _emit(src, a, b, w))
+        elif kind == "placeholder":
+            a, b = m.span("placeholder_text")
+            w.styled("placeholder", lambda a=a, b=b: w.copy(src, a, b))
+        elif kind in ("strong", "strike"):
+            a, b = m.span(f"{kind}_text")
+            w.styled(kind, lambda a=a, b=b: _emit(src, a, b, w))
+        elif kind == "emph":
+            a, b = m.span("emph_text") if m.group("emph_text") else m.span("emph_text2")
+            w.styled("emph", lambda a=a, b=b: _emit(src, a, b, w))
+        elif kind == "pipe":
+            if not w.table:  # a pipe in prose or a shell command: kept
+                w.copy(src, m.start(), m.end())
+            # table cells read as a list; the row edges and separator rows go away
+            elif w.out and m.end() < end and src[m.end() : end].strip():
+                w.insert(" · ")
+            elif w.out:
+                w.insert(" ")
+        elif kind == "escape":
+            a, b = m.span("escaped")
+            w.copy(src, a, b)
+        # heading and quote marks: markup only, dropped
+    w.copy(src, pos, end)
+
+
+def render_snippet(snippet: Snippet) -> RenderedSnippet:
+    """``snippet`` as a reader sees it: emphasis, code and links as styled text (a link is its
+    text), code fences, table pipes, heading and quote marks dropped, template slots
+    (``{{name}}``) as their name, and the matches on the same words of the rendered text.
+    Terminal control sequences are blanked (offsets kept). Pure string work: the app styles
+    the runs, the CLI colours them."""
+    src = sanitize_terminal_in_place(snippet.text)
+    if not src:
+        return RenderedSnippet("")
+    w = _Writer(len(src))
+    w.table = _TABLE_RE.search(src) is not None
+    _emit(src, 0, len(src), w)
+    while w.out and w.out[-1] == " ":
+        w.out.pop()
+    size = len(w.out)
+    where = w.where
+    matches: list[tuple[int, int]] = []
+    for s, e in snippet.spans:
+        kept = [where[i] for i in range(max(0, s), min(e, len(src))) if 0 <= where[i] < size]
+        if kept:
+            span = (kept[0], kept[-1] + 1)
+            if not matches or span[0] >= matches[-1][1]:
+                matches.append(span)
+    styles = tuple(
+        (s, min(e, size), k) for s, e, k in sorted(w.styles) if s < size and min(e, size) > s
+    )
+    return RenderedSnippet("".join(w.out), styles, tuple(matches))

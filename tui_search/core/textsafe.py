@@ -18,6 +18,13 @@ def sanitize_terminal(text: str) -> str:
     return _CONTROL_RE.sub(lambda m: "\ufffd" if m.group(0) not in "\r" else " ", text)
 
 
+def sanitize_terminal_in_place(text: str) -> str:
+    """``sanitize_terminal`` that keeps every character's offset: an escape sequence becomes
+    spaces of its length, a control character one placeholder (for text with spans in it)."""
+    text = _ANSI_RE.sub(lambda m: " " * len(m.group(0)), text)
+    return _CONTROL_RE.sub(lambda m: "\ufffd" if m.group(0) not in "\r" else " ", text)
+
+
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
 
 

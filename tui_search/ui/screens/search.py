@@ -50,6 +50,9 @@ SETTLE_AFTER_RESULTS = 1.0
 clock = time.monotonic
 #: How much one key press moves a fusion weight.
 WEIGHT_STEP = 0.05
+#: The results pane's widths (percent of the screen) that ``f9`` steps through.
+SPLITS = (30, 45, 60, 75)
+DEFAULT_SPLIT = 45
 
 
 class QueryInput(Input):
@@ -104,6 +107,8 @@ class SearchScreen(Screen[None]):
         Binding("y", "copy_id", "Copy id", id="copy-id"),
         Binding("l", "links", "Links", id="links"),
         Binding("ctrl+l", "community", "Community", priority=True, id="community"),
+        Binding("ctrl+o", "toggle_compact", "Compact", priority=True, id="toggle-compact"),
+        Binding("f9", "cycle_split", "Split", show=False, id="cycle-split"),
         Binding("f2", "toggle_explain", "Explain", id="explain"),
         Binding("f4", "toggle_similar", "Similar", id="toggle-similar"),
         Binding("f5", "keyword_weight(-1)", "kw−", show=False, id="keyword-weight-down"),
@@ -122,6 +127,10 @@ class SearchScreen(Screen[None]):
     weights: var[FusionWeights | None] = var(None, init=False)
     #: The explain view (why the selected result ranks) is shown.
     explaining: var[bool] = var(False, init=False)
+    #: One line per hit (remembered per workspace).
+    compact: var[bool] = var(False, init=False)
+    #: The results pane's width in percent (remembered per workspace).
+    split: var[int] = var(DEFAULT_SPLIT, init=False)
 
     def __init__(self) -> None:
         super().__init__()
@@ -195,6 +204,11 @@ class SearchScreen(Screen[None]):
         self.query_input.focus()
         self.app.theme_changed_signal.subscribe(self, self._theme_changed)
         self.watch_mode(self.mode)
+        memory = self.tui.memory
+        self.set_reactive(SearchScreen.compact, memory.compact())
+        self.results.compact = self.compact
+        self.set_reactive(SearchScreen.split, memory.split() or DEFAULT_SPLIT)
+        self.query_one("#results-pane").styles.width = f"{self.split}%"
         self.set_results_message("Opening the index…")
         self.preview.show_message("The selected section is shown here.")
         self.tui.search_screen_mounted()
@@ -236,6 +250,29 @@ class SearchScreen(Screen[None]):
     def watch_explaining(self, explaining: bool) -> None:
         self.query_one("#explain").display = explaining
         self._update_explain()
+
+    def watch_compact(self, compact: bool) -> None:
+        self.results.set_compact(compact)
+        try:
+            self.tui.memory.set_compact(compact)
+        except OSError as exc:
+            self.notify(f"cannot remember the view: {exc}", severity="warning", timeout=3)
+
+    def watch_split(self, split: int) -> None:
+        self.query_one("#results-pane").styles.width = f"{split}%"
+        if self.results.current is not None:
+            self.call_after_refresh(self.preview.schedule)  # re-wrapped to its new width
+        try:
+            self.tui.memory.set_split(split)
+        except OSError as exc:
+            self.notify(f"cannot remember the split: {exc}", severity="warning", timeout=3)
+
+    def action_toggle_compact(self) -> None:
+        self.compact = not self.compact
+
+    def action_cycle_split(self) -> None:
+        later = [s for s in SPLITS if s > self.split]
+        self.split = later[0] if later else SPLITS[0]
 
     def action_toggle_similar(self) -> None:
         if not self.results.toggle_similar():

@@ -17,6 +17,7 @@ from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
 from tui_search.core.results import DocumentGroup, Hit, SearchResults, Snippet
+from tui_search.core.snippets import render_snippet
 from tui_search.core.textsafe import sanitize_terminal
 
 SNIPPET_CHARS = 200
@@ -60,16 +61,52 @@ def safe(text: str) -> str:
     return sanitize_terminal(text).replace("\n", " ")
 
 
+#: How each kind of markdown run of a rendered snippet is styled (``core.snippets``).
+SNIPPET_STYLES = {
+    "strong": "bold",
+    "emph": "italic",
+    "code": "$accent",
+    "link": "underline",
+    "placeholder": "italic $secondary",
+    "strike": "strike",
+}
+MATCH_STYLE = "bold $match-highlight on $match-background"
+
+
+def rendered_content(snippet: Snippet) -> tuple[Content, tuple[tuple[int, int], ...]]:
+    """A snippet rendered as text (``render_snippet``), styled; and where its matches are."""
+    rendered = render_snippet(snippet)  # (terminal-safe: control sequences blanked)
+    content = Content(rendered.text)
+    for s, e, kind in rendered.styles:
+        content = content.stylize(SNIPPET_STYLES[kind], s, e)
+    for s, e in rendered.matches:
+        content = content.stylize(MATCH_STYLE, s, e)
+    return content, rendered.matches
+
+
 def snippet_content(snippet: Snippet, limit: int = SNIPPET_CHARS) -> Content:
-    text = sanitize_terminal(snippet.text)
-    spans = [(s, e) for s, e in snippet.spans if e <= len(text)]
-    if len(text) > limit:
-        text = text[:limit].rstrip() + "…"
-        spans = [(s, min(e, limit)) for s, e in spans if s < limit]
-    content = Content(text.replace("\n", " "))
-    for s, e in spans:
-        content = content.stylize("bold $match-highlight on $match-background", s, e)
+    content, _ = rendered_content(snippet)
+    if len(content) > limit:
+        content = content[:limit].rstrip() + Content("…")
     return content
+
+
+def fragment_content(snippet: Snippet, width: int) -> Content:
+    """At most ``width`` cells of a snippet, from a little before its first match."""
+    content, matches = rendered_content(snippet)
+    if width <= 0:
+        return Content("")
+    if content.cell_length <= width:
+        return content
+    start = 0
+    if matches and matches[0][1] > width - 1:
+        start = max(0, matches[0][0] - width // 4)
+        space = content.plain.rfind(" ", 0, start)
+        if space >= 0 and start - space < 12:
+            start = space + 1
+    piece = content[start:]
+    prefix = Content("…") if start else Content("")
+    return (prefix + piece).truncate(width, ellipsis=True)
 
 
 def hit_prompt(
@@ -90,6 +127,65 @@ def hit_prompt(
     head = Content.assemble(*head_parts)
     body = Content.assemble(indent + "  ", snippet_content(hit.snippet))
     return Content("\n").join([head, body])
+
+
+def _tail(text: str, width: int) -> str:
+    """``text`` in at most ``width`` cells, its start cut (``…/folder/file.md:12``)."""
+    if len(text) <= width:
+        return text
+    return "…" + text[len(text) - width + 1 :] if width > 1 else text[:width]
+
+
+def compact_prompt(
+    hit: Hit,
+    width: int,
+    *,
+    indent: str = "",
+    show_path: bool = True,
+    similar: int = 0,
+    expanded: bool = False,
+) -> Content:
+    """One line for a hit: ``path:line  heading  fragment…  score`` in ``width`` cells."""
+    score = f" {hit.relevance_score:.2f}"
+    badge = f" {'−' if expanded else '+'}{similar}" if similar else ""
+    room = max(8, width - len(score) - len(badge) - len(indent))
+    parts: list[Content] = [Content(indent)] if indent else []
+    used = 0
+    if show_path:
+        loc = _tail(f"{safe(hit.file_path)}:{hit.line_start}", max(8, room * 2 // 5))
+        parts.append(Content.styled(loc, "bold $primary"))
+        used += len(loc) + 2
+    else:
+        loc = f":{hit.line_start}"
+        parts.append(Content.styled(loc, "$primary"))
+        used += len(loc) + 2
+    heading = safe(hit.heading or hit.title)
+    if heading:
+        cap = max(6, min(32, (room - used) // 2))
+        shown = heading if len(heading) <= cap else heading[: cap - 1] + "…"
+        parts += [Content("  "), Content.styled(shown, "$foreground")]
+        used += len(shown) + 2
+    fragment_room = room - used - 2
+    if fragment_room >= 8:
+        parts += [
+            Content("  "),
+            fragment_content(hit.snippet, fragment_room).stylize("$text-muted"),
+        ]
+    line = Content("").join(parts).truncate(width - len(score) - len(badge), pad=True)
+    tail = [Content.styled(score, "$text-muted")]
+    if badge:
+        tail.append(Content.styled(badge, "bold $secondary"))
+    return Content("").join([line, *tail])
+
+
+def compact_group_prompt(group: DocumentGroup, width: int) -> Content:
+    """One line for a document of grouped results."""
+    figures = f"  {group.best_score:.2f} · {group.match_count}"
+    title = safe(group.title) or safe(group.file_path)
+    head = Content.assemble(
+        (title, "bold $accent"), "  ", (safe(group.file_path), "$text-muted")
+    ).truncate(max(8, width - len(figures)), ellipsis=True, pad=True)
+    return head + Content.styled(figures, "$text-muted")
 
 
 def duplicate_prompt(hit: Hit) -> Content:
@@ -132,6 +228,36 @@ class ResultsList(OptionList):
         self.expanded: set[str] = set()
         #: Counts fills, so that the pending rest of an older fill is dropped.
         self._fill_generation = 0
+        #: One line per hit (the compact view) instead of a heading line and a snippet.
+        self.compact = False
+        self._compact_width = 0  # the width the compact rows were cut to
+
+    @property
+    def row_width(self) -> int:
+        """Cells a row's text has (the list's width less the options' padding)."""
+        width = self.scrollable_content_region.width or self.size.width
+        return max(20, width - 2) if width else 80
+
+    def set_compact(self, compact: bool) -> None:
+        """Switch between one line per hit and the wide view, keeping the highlight."""
+        if compact == self.compact:
+            return
+        self.compact = compact
+        self.relayout()
+
+    def relayout(self) -> None:
+        """Make the rows again from the pages shown (the view or the width changed)."""
+        if not self._pages:
+            return
+        index = self.highlighted
+        self._fill(self._rebuild(), index or 0)
+        if self.entries and index is not None:
+            self.highlighted = min(index, len(self.entries) - 1)
+            self.scroll_to_highlight()
+
+    def on_resize(self) -> None:
+        if self.compact and self._pages and self.row_width != self._compact_width:
+            self.relayout()
 
     def show_results(
         self, results: SearchResults, *, append: bool = False, keep: Selection | None = None
@@ -194,14 +320,22 @@ class ResultsList(OptionList):
         """Make ``entries`` from the pages shown; returns how to make each one's prompt."""
         entries: list[Entry] = []
         options: list[Callable[[], Content]] = []
+        width = self._compact_width = self.row_width
+        hit_row: Callable[..., Content] = (
+            partial(compact_prompt, width=width) if self.compact else hit_prompt
+        )
         for results in self._pages:
             if results.documents is not None:
                 for g in results.documents:
                     entries.append(Entry("doc", group=g))
-                    options.append(partial(group_prompt, g))
+                    options.append(
+                        partial(compact_group_prompt, g, width)
+                        if self.compact
+                        else partial(group_prompt, g)
+                    )
                     for p in g.passages:
                         entries.append(Entry("hit", hit=p, group=g))
-                        options.append(partial(hit_prompt, p, indent="  ", show_path=False))
+                        options.append(partial(hit_row, p, indent="  ", show_path=False))
                 continue
             members = {i: g for g in results.duplicate_groups for i in g}
             for i, h in enumerate(results.hits):
@@ -211,7 +345,7 @@ class ResultsList(OptionList):
                 similar = tuple(results.hits[j] for j in group[1:]) if group else ()
                 expanded = h.key in self.expanded
                 entries.append(Entry("hit", hit=h, similar=similar))
-                options.append(partial(hit_prompt, h, similar=len(similar), expanded=expanded))
+                options.append(partial(hit_row, h, similar=len(similar), expanded=expanded))
                 if expanded:
                     for d in similar:
                         entries.append(Entry("hit", hit=d, duplicate=True))
