@@ -202,6 +202,9 @@ class SearchScreen(Screen[None]):
         self.query_one("#explain").display = False
         self.query_input.cursor_blink = self.tui.cursor_blink
         self.query_input.focus()
+        if self.tui.pick_query:
+            self.query_input.value = self.tui.pick_query
+            self.query_input.cursor_position = len(self.tui.pick_query)
         self.app.theme_changed_signal.subscribe(self, self._theme_changed)
         self.watch_mode(self.mode)
         memory = self.tui.memory
@@ -610,13 +613,28 @@ class SearchScreen(Screen[None]):
             self.run_search(append=True)
             return
         self.remember_query()
+        if self.tui.picking:
+            self._pick()
+            return
         self.preview.focus()
 
     @on(Input.Submitted, "#query")
     def _submitted(self) -> None:
         self.remember_query()
+        if self.tui.picking:
+            self._pick()
+            return
         if self.results.current is not None:
             self.preview.focus()
+
+    def _pick(self) -> None:
+        """Picker mode: the selected result (a document's best passage) is the choice."""
+        entry = self.results.current
+        hit = entry.preview_hit if entry is not None else None
+        if hit is None:
+            self.notify("Nothing to pick: no result is selected.", severity="warning", timeout=2)
+            return
+        self.tui.pick(hit)
 
     def action_results_down(self) -> None:
         if not self.query_input.value.strip():
@@ -728,6 +746,9 @@ class SearchScreen(Screen[None]):
 
     # -- actions ------------------------------------------------------------------------
     def action_focus_query(self) -> None:
+        if self.tui.picking:  # escape leaves the picker with nothing chosen
+            self.tui.cancel_pick()
+            return
         self.query_input.focus()
 
     def action_toggle_group(self) -> None:

@@ -152,7 +152,7 @@ def compact_prompt(
     parts: list[Content] = [Content(indent)] if indent else []
     used = 0
     if show_path:
-        loc = _tail(f"{safe(hit.file_path)}:{hit.line_start}", max(8, room * 2 // 5))
+        loc = _tail(f"{safe(hit.file_path)}:{hit.line_start}", max(8, room // 2))
         parts.append(Content.styled(loc, "bold $primary"))
         used += len(loc) + 2
     else:
