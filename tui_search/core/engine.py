@@ -42,6 +42,7 @@ from tui_search.core.results import (
     IndexStats,
     IndexStatus,
     SearchResults,
+    Vocabulary,
 )
 from tui_search.core.snippets import Highlighter
 from tui_search.core.store import ChunkRecord, FileRecord
@@ -119,6 +120,7 @@ class SearchEngine:
             file_weight=settings.file_weight,
         )
         self.fusion = fusion_params or FusionParams.from_settings(settings)
+        self._vocabulary: tuple[tuple[Any, ...], Vocabulary] | None = None
         index_dir = settings.resolved_index_dir
         self.workspace = Workspace(settings.workspace, extra_ignored=(index_dir,))
         self.embedder = embedder if embedder is not None else Model2VecEmbedder(settings.model)
@@ -362,6 +364,32 @@ class SearchEngine:
     def has_files_under(self, folder: str) -> bool:
         """Does the index hold any file below ``folder`` (a workspace-relative path)?"""
         return self.index.store.has_files_under(folder)
+
+    def vocabulary(self) -> Vocabulary:
+        """Tags, folders and documents of the index, for completing ``tag:``, ``under:``,
+        ``path:``, ``related:`` and the like (made again only when the files changed)."""
+        store = self.index.store
+        stamp = store.files_stamp()
+        cached = self._vocabulary
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        tags: Counter[str] = Counter()
+        folders: Counter[str] = Counter()
+        documents: list[str] = []
+        for path, record in store.files().items():
+            tags.update(record.tags)
+            parts = path.split("/")[:-1]
+            for depth in range(1, len(parts) + 1):
+                folders["/".join(parts[:depth])] += 1
+            stem, dot, suffix = path.rpartition(".")
+            documents.append(stem if dot and suffix.lower() in ("md", "markdown") else path)
+        vocabulary = Vocabulary(
+            tags=tuple(t for t, _ in sorted(tags.items(), key=lambda kv: (-kv[1], kv[0]))),
+            folders=tuple(f for f, _ in sorted(folders.items(), key=lambda kv: (-kv[1], kv[0]))),
+            documents=tuple(sorted(documents)),
+        )
+        self._vocabulary = (stamp, vocabulary)
+        return vocabulary
 
     def graph(self) -> LinkGraph:
         """The link graph of the indexed documents (rebuilt when files change)."""

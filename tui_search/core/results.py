@@ -252,6 +252,18 @@ class SearchResults:
 
 
 @dataclass(frozen=True)
+class Vocabulary:
+    """The names the query operators take, from the index (``SearchEngine.vocabulary()``)."""
+
+    #: Tags, the most used first.
+    tags: tuple[str, ...] = ()
+    #: Folders holding indexed files (``a``, ``a/b``), the fullest first.
+    folders: tuple[str, ...] = ()
+    #: Indexed documents as the operators name them: workspace paths without ``.md``.
+    documents: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class IndexStats:
     documents: int
     chunks: int

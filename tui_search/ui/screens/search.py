@@ -27,11 +27,12 @@ from tui_search.config import save_config_values
 from tui_search.core.errors import ConfigError, TuiSearchError
 from tui_search.core.graph import Community
 from tui_search.core.plan import MODES
-from tui_search.core.results import FusionWeights, SearchResults
+from tui_search.core.results import FusionWeights, SearchResults, Vocabulary
 from tui_search.core.textsafe import sanitize_terminal
 from tui_search.ui.messages import SearchDone
 from tui_search.ui.screens.picker import community_picker, links_picker
 from tui_search.ui.search_request import SearchRequest
+from tui_search.ui.suggest import OperatorSuggester
 from tui_search.ui.widgets.explain import ExplainPanel
 from tui_search.ui.widgets.preview import PreviewPane
 from tui_search.ui.widgets.results import ResultsList, Selection
@@ -146,6 +147,8 @@ class SearchScreen(Screen[None]):
         self._recalled: str | None = None  # the query text a recall put in the bar
         self._index_started: float | None = None
         self._files_progress: tuple[int, int, str] | None = None
+        #: The index's tags, folders and documents for the query bar's completions.
+        self.vocabulary: Vocabulary | None = None
 
     @property
     def tui(self) -> TuiSearchApp:
@@ -165,6 +168,7 @@ class SearchScreen(Screen[None]):
                 placeholder="Search the workspace…  (f1 help, ctrl+p commands)",
                 id="query",
                 select_on_focus=False,
+                suggester=OperatorSuggester(lambda: self.vocabulary),
             )
         with Horizontal(id="panes"):
             with Vertical(id="results-pane"):
@@ -319,6 +323,7 @@ class SearchScreen(Screen[None]):
     # -- engine and index events (called by the app) -------------------------------------
     def engine_ready(self, engine: SearchEngine) -> None:
         self.preview.engine = engine
+        self.load_vocabulary()
         self.set_reactive(SearchScreen.weights, self.tui.remembered_weights(engine))
         self.status.update_state(weights=weights_label(self.weights, engine.soft_matching))
         if self.wants_search():
@@ -390,6 +395,7 @@ class SearchScreen(Screen[None]):
         """Re-run the query keeping the selection; re-render the preview if its file changed."""
         if changed is not None:
             self.preview.invalidate(changed)
+        self.load_vocabulary()
         self.rerun()
 
     def show_idle(self) -> None:
@@ -419,6 +425,18 @@ class SearchScreen(Screen[None]):
             )
         else:
             self.set_results_message("Indexing the workspace… you can start typing.")
+
+    @work(thread=True, exclusive=True, group="vocabulary", exit_on_error=False)
+    def load_vocabulary(self) -> None:
+        """Read the index's names for completions (a thread: ~0.4 s at 7,000 files)."""
+        engine = self.engine
+        if engine is None:
+            return
+        try:
+            vocabulary = engine.vocabulary()
+        except Exception:  # noqa: BLE001 - no completions until the next try
+            return
+        self.app.call_from_thread(setattr, self, "vocabulary", vocabulary)
 
     # -- searching ----------------------------------------------------------------------
     @on(Input.Changed, "#query")
