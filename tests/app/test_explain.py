@@ -31,8 +31,9 @@ async def test_explain_view_follows_the_selection(workspace: Path, app_factory: 
         why = results.explanation(first)
         assert isinstance(why, Explanation)
         assert "Why result 1 ranks" in text and first.file_path in text
-        assert f"{why.relevance:4.2f}" in text and "keyword" in text and "cosine" in text
-        assert f"× {why.keyword_weight:.2f}" in text
+        assert f"{why.relevance:5.2f}" in text and "words" in text and "meaning" in text
+        assert f"matches the query's words: #{why.keyword_rank} by keywords" in text
+        assert f"cosine {why.cosine:.2f}" in text and f"weight {why.keyword_weight:.2f}" in text
         # the mode's rules, as the core describes them (--explain's "fusion")
         assert "rules" in text and why.fusion in text.replace("\n", " ")
         assert "title match" in why.fusion
@@ -102,7 +103,7 @@ async def explain_section(pilot: Any, query: str, section_id: str) -> tuple[list
                 "handbook.md": "# Handbook\n\nBe kind.\n\n## See also\n\n- [Upload outage](outage.md)\n",
             },
             "handbook:see-also",
-            ["link list", "×0.70", "100% of its text is link text"],
+            ["link list", "×0.70", "mostly links: 100% of its text is link text"],
             id="link-list",
         ),
         pytest.param(  # the page whose heading names the query gains
@@ -120,7 +121,7 @@ async def explain_section(pilot: Any, query: str, section_id: str) -> tuple[list
                 "notes.md": "# Notes\n\nAn upload stalled once; no outage followed.\n",
             },
             "outage:upload-outage",
-            ["title", "×2.20", "it names the query: 100%"],
+            ["title", "×2.20", "the document's title names the query (100%)"],
             id="title-match",
         ),
     ],
@@ -165,15 +166,15 @@ async def test_explain_view_shows_a_long_questions_share(
         assert why.relevance == pytest.approx(
             0.25 * why.plain_score + 0.75 * why.rules_score, abs=2e-4
         )
-        assert "long q." in text and "75% from semantic mode's rules" in text
+        assert "question" in text and "75% of the score from semantic mode's rules" in text
         assert f"plain {why.plain_score:.2f}, rules {why.rules_score:.2f}" in text
         # the rules' score takes a share from query likelihood (session 22)
         assert why.query_likelihood_share == pytest.approx(0.2)
         assert 0.0 <= why.query_likelihood <= 1.0
-        assert "20% from query likelihood" in text
+        assert "20% of the rules' score from query likelihood" in text
         await pilot.press("f2")
         _, text = await explain_section(pilot, whole, "outage:upload-outage")
-        assert "all of it from semantic mode's rules" in text
+        assert "a long question: ranked by semantic mode's rules" in text
         await pilot.press("f2")
         _, text = await explain_section(pilot, "upload outage", "outage:upload-outage")
-        assert "long q." not in text
+        assert "a long question" not in text

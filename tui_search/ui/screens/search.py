@@ -51,6 +51,8 @@ SETTLE_AFTER_RESULTS = 1.0
 clock = time.monotonic
 #: How much one key press moves a fusion weight.
 WEIGHT_STEP = 0.05
+#: Tokens of context ``c`` copies (the section, then its neighbours while they fit).
+COPY_TOKENS = 1500
 #: The results pane's widths (percent of the screen) that ``f9`` steps through.
 SPLITS = (30, 45, 60, 75)
 DEFAULT_SPLIT = 45
@@ -106,6 +108,7 @@ class SearchScreen(Screen[None]):
         Binding("escape", "focus_query", "Query", id="focus-query"),
         Binding("e", "edit", "Edit", id="edit"),
         Binding("y", "copy_id", "Copy id", id="copy-id"),
+        Binding("c", "copy_context", "Copy context", show=False, id="copy-context"),
         Binding("l", "links", "Links", id="links"),
         Binding("ctrl+l", "community", "Community", priority=True, id="community"),
         Binding("ctrl+o", "toggle_compact", "Compact", priority=True, id="toggle-compact"),
@@ -836,6 +839,44 @@ class SearchScreen(Screen[None]):
         self.remember_query()
         self.app.copy_to_clipboard(ident)
         self.notify(f"copied {sanitize_terminal(ident)}", timeout=2)
+
+    def action_copy_context(self) -> None:
+        """Copy the shown section with its neighbours, as markdown with ``path:line`` citations
+        (the reader the agent server's ``read`` uses), under ``COPY_TOKENS``."""
+        where = self.preview.shown_location()
+        if where is None or self.engine is None:
+            self.notify("Nothing selected.", severity="warning", timeout=2)
+            return
+        self.remember_query()
+        self._copy_context(where[2] or where[0])
+
+    @work(thread=True, exclusive=True, group="copy", exit_on_error=False, description="copy")
+    def _copy_context(self, target: str) -> None:
+        from tui_search.core.reading import as_markdown
+
+        engine = self.engine
+        assert engine is not None
+        try:
+            reading = engine.read(target, context="with_siblings", max_tokens=COPY_TOKENS)
+        except Exception as exc:  # noqa: BLE001 - shown in the UI
+            self.app.call_from_thread(
+                self.notify, sanitize_terminal(str(exc)), title="Copy", severity="error"
+            )
+            return
+        text = as_markdown(reading)
+        parts = len(reading.parts)
+
+        def done() -> None:
+            self.app.copy_to_clipboard(text)
+            self.notify(
+                f"copied {parts} section{'s' if parts != 1 else ''} of "
+                f"{sanitize_terminal(reading.file_path)}, {reading.tokens} tokens",
+                title="Copied as context",
+                markup=False,
+                timeout=3,
+            )
+
+        self.app.call_from_thread(done)
 
     def action_edit(self) -> None:
         where = self.preview.shown_location()

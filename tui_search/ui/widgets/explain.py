@@ -1,13 +1,16 @@
-"""The explain view: why the selected result ranks where it does, as aligned figures and bars.
+"""The explain view: why the selected result ranks where it does, one sentence per factor.
 
-Each arm's raw score and rank, its normalised score as a bar (0-1), the weight it gets in the
-fusion, the exact-identifier boost, the final relevance, and the rules of the search's mode
-(the core's fusion description: document blend, centring, word pieces, title match, ...).
+Each factor of the score reads as a plain sentence ("meaning close to the query: #2 by
+meaning, cosine 0.62") with its figure beside it: the arms' normalised scores as 0-1 bars,
+the multiplying factors as ``×1.40``; then the final relevance and the rules of the search's
+mode (the core's fusion description).
 Colours are theme variables, so the view reads the same in every theme; the bars carry the
 figures too, never colour alone.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from textual.content import Content
 from textual.widgets import Static
@@ -28,8 +31,113 @@ def bar(value: float, style: str, width: int = BAR_WIDTH) -> Content:
     return Content.assemble((filled, style), ("·" * (width - len(filled)), "$text-muted"))
 
 
-def _rank(rank: int | None) -> str:
-    return f"#{rank}" if rank is not None else "—"
+@dataclass(frozen=True)
+class Factor:
+    """One line of the explain view: a short label, a sentence, its figure, and an optional
+    0-1 bar (with the theme variable it is drawn in)."""
+
+    label: str
+    sentence: str
+    figure: str
+    bar: float | None = None
+    bar_style: str = "$primary"
+
+
+def factors(why: Explanation) -> list[Factor]:
+    """Each factor of a hit's score as a plain sentence with its figure (a thin reading of the
+    ``Explanation`` record's fields)."""
+    sem = why.semantic_weight
+    cosine_w = sem * (1.0 - why.soft_share)
+    soft_w = sem * why.soft_share
+    out: list[Factor] = []
+    if why.keyword_rank is not None:
+        out.append(
+            Factor(
+                "words",
+                f"matches the query's words: #{why.keyword_rank} by keywords "
+                f"(BM25 {why.keyword:.2f}), weight {why.keyword_weight:.2f}",
+                f"{why.keyword_norm:.2f}",
+                why.keyword_norm,
+                "$primary",
+            )
+        )
+    else:
+        out.append(Factor("words", "none of the query's words are in it", "0.00", 0.0))
+    rank = f"#{why.cosine_rank} by meaning, " if why.cosine_rank is not None else ""
+    out.append(
+        Factor(
+            "meaning",
+            f"meaning close to the query: {rank}cosine {why.cosine:.2f}, weight {cosine_w:.2f}",
+            f"{why.cosine_norm:.2f}",
+            why.cosine_norm,
+            "$secondary",
+        )
+    )
+    if why.soft_share > 0:
+        out.append(
+            Factor(
+                "near words",
+                f"words close in meaning to the query's: {why.soft_match:.2f}, weight {soft_w:.2f}",
+                f"{why.soft_match_norm:.2f}",
+                why.soft_match_norm,
+                "$accent",
+            )
+        )
+    if why.identifiers:
+        names = ", ".join(sanitize_terminal(i) for i in why.identifiers)
+        out.append(Factor("exact", f"names {names} exactly as written", f"×{why.boost:.2f}"))
+    if why.heading_match > 0:
+        out.append(
+            Factor(
+                "headings",
+                f"{why.heading_match:.0%} of the query is in its title and headings",
+                f"×{why.heading_factor:.2f}",
+            )
+        )
+    if why.title_factor > 1.0:  # a match under the floor names nothing
+        out.append(
+            Factor(
+                "title",
+                f"the document's title names the query ({why.title_match:.0%})",
+                f"×{why.title_factor:.2f}",
+            )
+        )
+    if why.link_share > 0:
+        out.append(
+            Factor(
+                "link list",
+                f"mostly links: {why.link_share:.0%} of its text is link text",
+                f"×{why.link_factor:.2f}",
+            )
+        )
+    if why.long_question_share > 0:
+        share = why.long_question_share
+        said = (
+            "a long question: ranked by semantic mode's rules"
+            if share >= 1
+            else f"a long question: {share:.0%} of the score from semantic mode's rules "
+            f"(plain {why.plain_score:.2f}, rules {why.rules_score:.2f})"
+        )
+        out.append(Factor("question", said, f"{why.rules_score:.2f}"))
+        if why.query_likelihood_share > 0:
+            out.append(
+                Factor(
+                    "likelihood",
+                    f"how likely its words make the question: {why.query_likelihood:.2f}, "
+                    f"{why.query_likelihood_share:.0%} of the rules' score from query likelihood",
+                    f"{why.query_likelihood:.2f}",
+                )
+            )
+    if why.rerank_cosine is not None and why.before_rerank is not None:
+        out.append(
+            Factor(
+                "re-read",
+                f"a sentence encoder read it next to the query: cosine {why.rerank_cosine:.2f}, "
+                f"score {why.before_rerank:.2f} → {why.relevance:.2f}",
+                f"{why.rerank_cosine:.2f}",
+            )
+        )
+    return out
 
 
 def explain_content(hit: Hit, why: Explanation | None, position: int | None) -> Content:
@@ -50,144 +158,28 @@ def explain_content(hit: Hit, why: Explanation | None, position: int | None) -> 
                 ),
             ]
         )
-    sem = why.semantic_weight
-    cosine_w = sem * (1.0 - why.soft_share)
-    soft_w = sem * why.soft_share
     rows: list[Content] = [head]
-
-    def row(label: str, raw: str, rank: str, norm: float, style: str, weight: str) -> None:
+    for f in factors(why):
+        shown = bar(f.bar, f.bar_style) if f.bar is not None else Content(" " * BAR_WIDTH)
         rows.append(
             Content.assemble(
-                (f"{label:<10}", "bold"),
-                f"{raw:>7}",
-                (f" {rank:>4} ", "$text-muted"),
-                bar(norm, style),
-                f" {norm:4.2f}",
-                (f" {weight}", "$text-muted"),
-            )
-        )
-
-    row(
-        "keyword",
-        f"{why.keyword:.2f}",
-        _rank(why.keyword_rank),
-        why.keyword_norm,
-        "$primary",
-        f"× {why.keyword_weight:.2f}",
-    )
-    row(
-        "cosine",
-        f"{why.cosine:.3f}",
-        _rank(why.cosine_rank),
-        why.cosine_norm,
-        "$secondary",
-        f"× {cosine_w:.2f}",
-    )
-    if why.soft_share > 0:
-        row(
-            "soft match",
-            f"{why.soft_match:.3f}",
-            "",
-            why.soft_match_norm,
-            "$accent",
-            f"× {soft_w:.2f}",
-        )
-    boost = (
-        f"×{why.boost:.2f}  exact: " + ", ".join(sanitize_terminal(i) for i in why.identifiers)
-        if why.identifiers
-        else "none"
-    )
-    rows.append(Content.assemble(("boost     ", "bold"), (f"{boost}", "$text-muted")))
-    if why.heading_match > 0:
-        rows.append(
-            Content.assemble(
-                ("headings  ", "bold"),
-                (
-                    f"×{why.heading_factor:.2f}  {why.heading_match:.0%} of the query is in its "
-                    "title and headings",
-                    "$text-muted",
-                ),
-            )
-        )
-    if why.title_factor > 1.0:  # a match under the floor names nothing
-        rows.append(
-            Content.assemble(
-                ("title     ", "bold"),
-                (
-                    f"×{why.title_factor:.2f}  it names the query: {why.title_match:.0%}",
-                    "$text-muted",
-                ),
-            )
-        )
-    if why.link_share > 0:
-        rows.append(
-            Content.assemble(
-                ("link list ", "bold"),
-                (
-                    f"×{why.link_factor:.2f}  {why.link_share:.0%} of its text is link text",
-                    "$text-muted",
-                ),
-            )
-        )
-    if why.long_question_share > 0:
-        share = why.long_question_share
-        said = (
-            "all of it from semantic mode's rules"
-            if share >= 1
-            else f"{share:.0%} from semantic mode's rules: plain {why.plain_score:.2f}, "
-            f"rules {why.rules_score:.2f} (the figures above are the plain ranking's)"
-        )
-        if why.query_likelihood_share > 0:
-            said += (
-                f"; the rules' score takes {why.query_likelihood_share:.0%} from query "
-                f"likelihood, {why.query_likelihood:.2f} here"
-            )
-        rows.append(
-            Content.assemble(("long q.   ", "bold"), (f"a long question, {said}", "$text-muted"))
-        )
-    fused = (
-        why.keyword_weight * why.keyword_norm
-        + cosine_w * why.cosine_norm
-        + soft_w * why.soft_match_norm
-    )
-    factors = why.boost * why.link_factor * why.heading_factor * why.title_factor
-    if (
-        fused > 0
-        and factors > 0
-        and not 0 < why.long_question_share < 1
-        and why.query_likelihood_share == 0
-        and why.before_rerank is None
-    ):
-        # the fusion scales the weighted sum by how sure the arms are for this query
-        scale = why.relevance / (fused * factors)
-        rows.append(
-            Content.assemble(
-                ("fused     ", "bold"),
-                (f"{fused:.2f} × confidence {scale:.2f}", "$text-muted"),
-            )
-        )
-    if why.rerank_cosine is not None and why.before_rerank is not None:
-        rows.append(
-            Content.assemble(
-                ("re-ranker ", "bold"),
-                (
-                    f"{why.before_rerank:.2f} → {why.relevance:.2f}: the sentence encoder reads "
-                    f"it at cosine {why.rerank_cosine:.2f} to the question",
-                    "$text-muted",
-                ),
+                (f"{f.label:<11}", "bold"),
+                shown,
+                (f" {f.figure:>5}  ", "bold" if f.bar is None else ""),
+                (f.sentence, "$text-muted"),
             )
         )
     rows.append(
         Content.assemble(
-            (f"{'final':<10}", "bold"),
-            " " * 13,
+            (f"{'relevance':<11}", "bold"),
             bar(why.relevance, "$success"),
-            (f" {why.relevance:4.2f}", "bold"),
+            (f" {why.relevance:5.2f}", "bold"),
+            ("  the final score, 0-1", "$text-muted"),
         )
     )
-    weights = f"weights: keyword {why.keyword_weight:.2f} · semantic {sem:.2f}"
+    weights = f"weights: keyword {why.keyword_weight:.2f} · semantic {why.semantic_weight:.2f}"
     if why.soft_share > 0:
-        weights += f" (cosine {1 - why.soft_share:.2f} / soft {why.soft_share:.2f})"
+        weights += f" (cosine {1 - why.soft_share:.2f} / near words {why.soft_share:.2f})"
     rows.append(Content.styled(weights, "$text-muted"))
     # the rules the search applied in this mode (the core's own description, as in --explain)
     rows.append(Content.assemble(("rules  ", "bold"), (why.fusion, "$text-muted")))
