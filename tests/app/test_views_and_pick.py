@@ -108,3 +108,66 @@ async def test_pick_from_the_results_list_and_a_grouped_document(
         await pilot.pause()
     assert app.return_code == 0 and app.picked is not None
     assert app.picked.file_path in {"guides/backups.md", "runbooks/restore.md"}
+
+
+async def test_copy_as_context_cites_path_and_lines(
+    workspace: Path, app_factory: AppFactory
+) -> None:
+    app = app_factory(workspace)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        await search(pilot, "verifying backups sunday")
+        hit = app.search_screen.results.current.hit
+        assert hit.section_id == "guides/backups:verifying-backups"
+        app.search_screen.results.focus()
+        await pilot.press("c")
+        await settle(pilot)
+        copied = app.clipboard
+    assert f"Source: guides/backups.md:{hit.line_start}-" in copied
+    assert "Every Sunday a job restores" in copied
+    # the neighbours come too, each with its own citation
+    assert "Source: guides/backups.md:" in copied.split("---", 1)[1]
+    assert "Nightly base backup" in copied
+
+
+async def test_palette_finds_explain_and_the_views(
+    workspace: Path, app_factory: AppFactory
+) -> None:
+    app = app_factory(workspace)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        await search(pilot, "backup")
+        for typed, check in (
+            ("explain", lambda: app.search_screen.explaining),
+            ("compact", lambda: app.search_screen.results.compact),
+        ):
+            await pilot.press("ctrl+p")
+            await settle(pilot)
+            await pilot.press(*typed)
+            await pilot.pause(0.5)
+            await pilot.press("enter")
+            await settle(pilot)
+            assert check(), typed
+
+
+async def test_operator_completions_come_from_the_index(
+    workspace: Path, app_factory: AppFactory
+) -> None:
+    app = app_factory(workspace)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        await settle(pilot)
+        bar = app.search_screen.query_input
+        bar.focus()
+        for typed, offered in (
+            ("backup tag:da", "backup tag:database"),
+            ("#op", "#ops"),
+            ("under:run", "under:runbooks"),
+            ("related:guides/b", "related:guides/backups"),
+        ):
+            bar.value = ""
+            await pilot.press(*typed)
+            await settle(pilot)
+            assert bar._suggestion == offered, typed
+            await pilot.press("right")
+            assert bar.value == offered
