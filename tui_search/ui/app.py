@@ -84,7 +84,7 @@ class TuiSearchApp(App[int]):
         Binding("f1", "help", "Help", id="help"),
         Binding("f3", "index_status", "Status", id="index-status"),
         Binding("question_mark", "help", "Help", show=False, key_display="?", id="help-alt"),
-        Binding("ctrl+q", "quit", "Quit", priority=True, id="quit"),
+        Binding("ctrl+q", "quit", "Quit", priority=True, show=False, id="quit"),
     ]
 
     def __init__(

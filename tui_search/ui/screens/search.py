@@ -105,16 +105,16 @@ class SearchScreen(Screen[None]):
         Binding("ctrl+g", "toggle_group", "Group", priority=True, id="toggle-group"),
         Binding("ctrl+t", "cycle_mode", "Mode", priority=True, id="cycle-mode"),
         Binding("ctrl+r", "reindex", "Reindex", priority=True, show=False, id="reindex"),
-        Binding("escape", "focus_query", "Query", id="focus-query"),
-        Binding("e", "edit", "Edit", id="edit"),
-        Binding("y", "copy_id", "Copy id", id="copy-id"),
+        Binding("escape", "focus_query", "Query", show=False, id="focus-query"),
+        Binding("e", "edit", "Edit", show=False, id="edit"),
+        Binding("y", "copy_id", "Copy id", show=False, id="copy-id"),
         Binding("c", "copy_context", "Copy context", show=False, id="copy-context"),
-        Binding("l", "links", "Links", id="links"),
-        Binding("ctrl+l", "community", "Community", priority=True, id="community"),
+        Binding("l", "links", "Links", show=False, id="links"),
+        Binding("ctrl+l", "community", "Community", priority=True, show=False, id="community"),
         Binding("ctrl+o", "toggle_compact", "Compact", priority=True, id="toggle-compact"),
         Binding("f9", "cycle_split", "Split", show=False, id="cycle-split"),
         Binding("f2", "toggle_explain", "Explain", id="explain"),
-        Binding("f4", "toggle_similar", "Similar", id="toggle-similar"),
+        Binding("f4", "toggle_similar", "Similar", show=False, id="toggle-similar"),
         Binding("f5", "keyword_weight(-1)", "kw−", show=False, id="keyword-weight-down"),
         Binding("f6", "keyword_weight(1)", "kw+", show=False, id="keyword-weight-up"),
         Binding("f7", "soft_share(-1)", "soft−", show=False, id="soft-share-down"),
@@ -183,7 +183,8 @@ class SearchScreen(Screen[None]):
         with Horizontal(id="status-bar"):
             yield ProgressBar(id="progress", show_eta=False, show_percentage=True)
             yield StatusLine(id="status", show_timing=self.tui.show_timing)
-        yield Footer()
+        # the footer shows a few keys (the rest: f1 and ctrl+p); compact, so they fit 100 columns
+        yield Footer(compact=True)
 
     @property
     def query_input(self) -> QueryInput:
@@ -309,9 +310,7 @@ class SearchScreen(Screen[None]):
         parts: list[Content] = []
         if self._files_progress is not None and self._index_started is not None:
             note = progress_text(*self._files_progress, elapsed=clock() - self._index_started)
-            parts.append(
-                Content.styled(f"indexing: {note} — results cover what is indexed", "$warning")
-            )
+            parts.append(Content.styled(f"indexed so far: {note}", "$warning"))
         if results is not None and results.operators:
             ops = "  ".join(sanitize_terminal(o).replace("\n", " ") for o in results.operators)
             parts.append(Content.assemble(("applied ", "$text-muted"), (ops, "bold $accent")))
@@ -366,8 +365,15 @@ class SearchScreen(Screen[None]):
             bar.update(total=total, progress=done)
         else:
             bar.update(total=None)
-        label = f"indexing: {stage}" + (f" {done}/{total}" if total else "…")
-        self.status.update_state(indexing=label)
+        if overall is not None and overall[1]:
+            # what is searchable already: the files done and their sections ("<n> sections")
+            label = f"indexing {overall[0]}/{overall[1]} files"
+            counted = overall[2].split(" ", 1)[0]
+            chunks = int(counted) if counted.isdigit() else self.status.state.chunks
+            self.status.update_state(indexing=label, documents=overall[0], chunks=chunks)
+        else:
+            label = f"indexing: {stage}" + (f" {done}/{total}" if total else "…")
+            self.status.update_state(indexing=label)
         if overall is not None:
             text = progress_text(*overall, elapsed=now - self._index_started)
             if self.wants_search():
