@@ -35,6 +35,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from common import pct
 
 from tui_search.config import Settings
 from tui_search.core.engine import SearchEngine
@@ -185,11 +186,6 @@ async def debounce_to_paint(
                 parts.setdefault(part, []).append(marks[part] * 1000)
             parts.setdefault("paint", []).append((marks["painted"] - marks["applied"]) * 1000)
     return painted
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
 def main() -> int:

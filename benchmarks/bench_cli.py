@@ -24,6 +24,8 @@ import sys
 import time
 from pathlib import Path
 
+from common import pct
+
 ROOT = Path(__file__).resolve().parent.parent
 QUERIES = [
     "how do I declare an async closure",
@@ -56,13 +58,6 @@ t5 = time.perf_counter()
 print(json.dumps({"imports": t1 - t0, "model": t2 - t1, "open": t3 - t2,
                   "freshness": t4 - t3, "search": t5 - t4}))
 """
-
-
-def pct(values: list[float], q: float) -> float:
-    values = sorted(values)
-    k = (len(values) - 1) * q
-    lo, hi = int(k), min(int(k) + 1, len(values) - 1)
-    return values[lo] + (values[hi] - values[lo]) * (k - lo)
 
 
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}

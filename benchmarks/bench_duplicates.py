@@ -23,11 +23,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from common import pct
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_search import natural_queries, pct  # noqa: E402
+from bench_search import natural_queries  # noqa: E402
 
 from tui_search.config import Settings  # noqa: E402
 from tui_search.core.duplicates import near_duplicate_groups  # noqa: E402

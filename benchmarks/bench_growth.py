@@ -33,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_pathological import _pss_kb, _rss_kb, _tree  # noqa: E402
+from common import pss_kb, rss_kb, tree  # noqa: E402
 
 _LONG_WORD = re.compile(r"\b[a-z]{6,}\b")
 
@@ -80,10 +80,10 @@ def index_cold(python: str, ws: Path, index_dir: Path) -> dict[str, object]:
     peak_rss = peak_pss = peak_anon = 0
     while proc.poll() is None:
         # 5 samples a second: reading /proc/*/smaps_rollup more often slows the measured run
-        pids = _tree(proc.pid)
-        peak_rss = max(peak_rss, sum(_rss_kb(p) for p in pids))
-        peak_pss = max(peak_pss, sum(_pss_kb(p) for p in pids))
-        peak_anon = max(peak_anon, sum(_pss_kb(p, "Pss_Anon:") for p in pids))
+        pids = tree(proc.pid)
+        peak_rss = max(peak_rss, sum(rss_kb(p) for p in pids))
+        peak_pss = max(peak_pss, sum(pss_kb(p) for p in pids))
+        peak_anon = max(peak_anon, sum(pss_kb(p, "Pss_Anon:") for p in pids))
         time.sleep(0.2)
     out, err = proc.communicate()
     took = time.perf_counter() - started

@@ -32,6 +32,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from common import pct
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -44,15 +46,6 @@ CORPORA = {
     "powershell": "powershell-docs.tar.gz",
     "rust-rfcs": "rust-rfcs.tar.gz",
 }
-
-
-def pct(values: list[float], q: float) -> float:
-    values = sorted(values)
-    if not values:
-        return float("nan")
-    k = (len(values) - 1) * q
-    lo, hi = int(k), min(int(k) + 1, len(values) - 1)
-    return values[lo] + (values[hi] - values[lo]) * (k - lo)
 
 
 def prepare(args: argparse.Namespace, scratch: Path) -> Path:

@@ -25,7 +25,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_pathological import _pss_kb, _tree  # noqa: E402
+from common import pss_kb, tree  # noqa: E402
 
 from tui_search.config import Settings  # noqa: E402
 from tui_search.core import indexer as indexer_module  # noqa: E402
@@ -47,11 +47,11 @@ def main() -> int:
     lock = threading.Lock()
 
     def mb(pid: int) -> int:
-        return _pss_kb(pid, "Pss_Anon:") // 1024
+        return pss_kb(pid, "Pss_Anon:") // 1024
 
     def sample() -> None:
         while True:
-            pids = _tree(me)
+            pids = tree(me)
             own = mb(me)
             kids = sum(mb(p) for p in pids if p != me)
             with lock:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from common import pct
 
 from tui_search.config import Settings
 from tui_search.core.engine import SearchEngine
@@ -52,11 +53,6 @@ QUERIES = [
     "about_Comparison_Operators",
     "export csv without type information",
 ]
-
-
-def pct(samples: list[float], q: float) -> float:
-    s = sorted(samples)
-    return s[min(len(s) - 1, int(round(q * (len(s) - 1))))]
 
 
 def row(name: str, samples: list[float]) -> str:

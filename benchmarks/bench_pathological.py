@@ -28,6 +28,8 @@ import sys
 import time
 from pathlib import Path
 
+from common import cpu_s, pss_kb, rss_kb, tree
+
 ROOT = Path(__file__).resolve().parent.parent
 
 WORDS = [
@@ -250,54 +252,6 @@ def generate(ws: Path, *, fifo: bool = True, seed: int = 14) -> dict[str, str]:
     return files
 
 
-def _tree(pid: int) -> list[int]:
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        try:
-            for task in os.listdir(f"/proc/{p}/task"):
-                with open(f"/proc/{p}/task/{task}/children") as fh:
-                    todo.extend(int(c) for c in fh.read().split())
-        except OSError:
-            continue
-    return out
-
-
-def _rss_kb(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/status") as fh:
-            for line in fh:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
-
-
-def _pss_kb(pid: int, field: str = "Pss:") -> int:
-    """Proportional set size: pages shared with forked writer processes counted once
-    (``field`` "Pss_Anon:": of it, the memory the process made, not file pages it mapped)."""
-    try:
-        with open(f"/proc/{pid}/smaps_rollup") as fh:
-            for line in fh:
-                if line.startswith(field):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
-
-
-def _cpu_s(pid: int) -> float:
-    """utime + stime of one process, in seconds."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            fields = fh.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return 0.0
-
-
 def run_once(
     python: str,
     ws: Path,
@@ -319,12 +273,12 @@ def run_once(
     cpu: dict[int, float] = {}  # last CPU time seen of each process of the tree
     timed_out = False
     while proc.poll() is None:
-        pids = _tree(proc.pid)
+        pids = tree(proc.pid)
         for p in pids:
-            cpu[p] = max(cpu.get(p, 0.0), _cpu_s(p))
-        total = sum(_rss_kb(p) for p in pids)
+            cpu[p] = max(cpu.get(p, 0.0), cpu_s(p))
+        total = sum(rss_kb(p) for p in pids)
         peak_kb = max(peak_kb, total)
-        peak_pss_kb = max(peak_pss_kb, sum(_pss_kb(p) for p in pids))
+        peak_pss_kb = max(peak_pss_kb, sum(pss_kb(p) for p in pids))
         peak_procs = max(peak_procs, len(pids))
         if time.perf_counter() - started > timeout:
             timed_out = True

@@ -28,27 +28,18 @@ import json
 import random
 import re
 import resource
-import statistics
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
+
+from common import pct, timed_ms
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tui_search.config import Settings  # noqa: E402
 from tui_search.core.engine import SearchEngine  # noqa: E402
-
-
-def pct(values: list[float], q: float) -> float:
-    values = sorted(values)
-    if not values:
-        return float("nan")
-    k = (len(values) - 1) * q
-    lo, hi = int(k), min(int(k) + 1, len(values) - 1)
-    return values[lo] + (values[hi] - values[lo]) * (k - lo)
 
 
 def natural_queries(engine: SearchEngine, n: int, seed: int) -> list[str]:
@@ -102,15 +93,6 @@ def filter_queries(engine: SearchEngine, natural: list[str], n: int) -> list[str
     return out
 
 
-def timed(fn: Any, repeat: int) -> float:
-    best = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best.append((time.perf_counter() - t0) * 1000)
-    return statistics.median(best)
-
-
 def rank_call(engine: SearchEngine, q: str, mode: str = "hybrid") -> None:
     if hasattr(engine, "plan"):  # before issue 13
         engine.rank(engine.plan(q), mode)
@@ -156,7 +138,7 @@ def against(
             pair = [(mine, engine), (theirs, other)]
             for out, eng in pair if i % 2 == 0 else pair[::-1]:
                 out.append(
-                    timed(
+                    timed_ms(
                         lambda e=eng, q=q, g=group: e.search(q, limit=50, group=g, mode=mode),
                         repeat,
                     )
@@ -215,12 +197,12 @@ def main() -> int:
     lat: dict[str, list[float]] = {name: [] for name in calls}
     for q in natural:
         for name, fn in calls.items():
-            lat[name].append(timed(lambda fn=fn, q=q: fn(q), args.repeat))
+            lat[name].append(timed_ms(lambda fn=fn, q=q: fn(q), args.repeat))
     lat["long questions, search(limit=50)"] = [
-        timed(lambda q=q: engine.search(q, limit=50, mode=mode), args.repeat) for q in long
+        timed_ms(lambda q=q: engine.search(q, limit=50, mode=mode), args.repeat) for q in long
     ]
     lat["filters, search(limit=50, group)"] = [
-        timed(lambda q=q: engine.search(q, limit=50, group=True, mode=mode), args.repeat)
+        timed_ms(lambda q=q: engine.search(q, limit=50, group=True, mode=mode), args.repeat)
         for q in filters
     ]
     figures: dict[str, Any] = {

@@ -29,29 +29,14 @@ import shutil
 import signal
 import subprocess
 import sys
-import tarfile
 import threading
 import time
 from pathlib import Path
 
+from common import pct, unpack
+
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "powershell-docs.tar.gz"
 PRISTINE = Path("/tmp/corpora/ps")
-
-
-def pct(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    s = sorted(values)
-    return s[min(len(s) - 1, max(0, round(q / 100 * (len(s) - 1))))]
-
-
-def unpack() -> None:
-    if PRISTINE.is_dir() and any(PRISTINE.iterdir()):
-        return
-    PRISTINE.mkdir(parents=True, exist_ok=True)
-    print(f"unpacking {CORPUS} -> {PRISTINE}", flush=True)
-    with tarfile.open(CORPUS) as tar:
-        tar.extractall(PRISTINE, filter="data")
 
 
 class WatcherProcess:
@@ -110,7 +95,7 @@ def main() -> int:
     from tui_search.core.engine import SearchEngine
 
     if args.source is None:
-        unpack()
+        unpack(CORPUS, PRISTINE)
     shutil.rmtree(args.work, ignore_errors=True)
     ws = args.work / "ws"
     index_dir = args.work / "index"
@@ -167,12 +152,12 @@ def main() -> int:
             apply_ms.append(line["took_ms"])
     print(
         f"save-to-searchable over {len(latencies)} edits (other process): "
-        f"p50 {pct(latencies, 50):.0f} ms, p95 {pct(latencies, 95):.0f} ms, "
+        f"p50 {pct(latencies, 0.5):.0f} ms, p95 {pct(latencies, 0.95):.0f} ms, "
         f"max {max(latencies):.0f} ms, misses {misses}",
         flush=True,
     )
     print(
-        f"  watcher apply time p50 {pct(apply_ms, 50):.0f} ms, p95 {pct(apply_ms, 95):.0f} ms; "
+        f"  watcher apply time p50 {pct(apply_ms, 0.5):.0f} ms, p95 {pct(apply_ms, 0.95):.0f} ms; "
         f"{len(embedded)} batches, chunks embedded per edit: "
         f"{dict(sorted((k, embedded.count(k)) for k in set(embedded)))}",
         flush=True,
@@ -231,8 +216,8 @@ def main() -> int:
         flush=True,
     )
     print(
-        f"  search latency idle p50 {pct(idle, 50):.0f} ms / p95 {pct(idle, 95):.0f} ms; "
-        f"during the burst p50 {pct(during, 50):.0f} ms / p95 {pct(during, 95):.0f} ms / "
+        f"  search latency idle p50 {pct(idle, 0.5):.0f} ms / p95 {pct(idle, 0.95):.0f} ms; "
+        f"during the burst p50 {pct(during, 0.5):.0f} ms / p95 {pct(during, 0.95):.0f} ms / "
         f"max {max(during):.0f} ms over {len(during)} searches",
         flush=True,
     )
@@ -277,7 +262,7 @@ def main() -> int:
             f"in-process burst of {len(second)} files (watcher thread + searching thread in one "
             f"process, as in the app): applied in {took:.1f} s, {len(reports)} batches, "
             f"{sum(r.embedded for r in reports)} embedded; search latency during it "
-            f"p50 {pct(during, 50):.0f} ms / p95 {pct(during, 95):.0f} ms / max {max(during):.0f} ms "
+            f"p50 {pct(during, 0.5):.0f} ms / p95 {pct(during, 0.95):.0f} ms / max {max(during):.0f} ms "
             f"over {len(during)} searches; {len(left)} never reported",
             flush=True,
         )

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Build tui-search's default static embedding model (model2vec format).
 
-Reproducible recipe -- benchmarks/model_candidates.md has the measurements behind every choice.
+Reproducible recipe -- research/model_candidates.md has the measurements behind every choice.
 
 Environment (separate from the product venv; the product only needs model2vec's inference
 part and never imports torch):

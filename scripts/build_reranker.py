@@ -14,8 +14,8 @@ Recipe (deterministic, no sampling):
   1. The wheel's ``model.safetensors`` is checked against ``MINILM_SHA256``.
   2. Every 2-D weight (the token, position and type embeddings and each dense layer) is stored
      as int8 with one float32 scale per row (``max |row| / 127``); biases and layer norms stay
-     float32. 87 MB becomes 23 MB. Measured on every judged set (docs/evaluation.md, session
-     23): vectors keep a mean cosine of 0.9993 with the float weights' and the re-ranked
+     float32. 87 MB becomes 23 MB. Measured on every judged set (docs/tried.md, "The
+     re-ranker"): vectors keep a mean cosine of 0.9993 with the float weights' and the re-ranked
      figures stay within 0.001 nDCG@10.
   3. The pooler (unused by mean pooling) is dropped.
 

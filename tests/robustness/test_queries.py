@@ -1,5 +1,5 @@
 """Hostile queries through the real CLI: results, or one clear line on stderr; no traceback.
-(The hypothesis property tests for the same cases are in tests/unit/test_query_plans.py.)"""
+(The hypothesis property tests for the same cases are in tests/core/test_query_plans.py.)"""
 
 from __future__ import annotations
 

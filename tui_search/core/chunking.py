@@ -49,6 +49,26 @@ def slugify(text: str) -> str:
     return "".join(out)
 
 
+class Slugger:
+    """Unique slugs within one file, as GitHub's slugger assigns them: a slug already taken
+    becomes ``<slug>-<n>`` with the lowest ``n`` counted from that slug's own uses that is not
+    taken either, so ``Example``, ``Example``, ``Example 1`` give ``example``, ``example-1``,
+    ``example-1-1``. No id is ever given twice; ``_preamble`` (the text before the first
+    heading) is taken from the start, and a heading with no slug text is ``section``."""
+
+    def __init__(self) -> None:
+        self._uses: dict[str, int] = {PREAMBLE_SLUG: 0}
+
+    def slug(self, heading: str) -> str:
+        base = slugify(heading) or "section"
+        slug = base
+        while slug in self._uses:
+            self._uses[base] += 1
+            slug = f"{base}-{self._uses[base]}"
+        self._uses[slug] = 0
+        return slug
+
+
 @dataclass(frozen=True)
 class Link:
     target: str  # workspace-relative path ("guides/setup.md"), or a wikilink name
@@ -378,7 +398,7 @@ def parse_document(
     links: list[Link] = []
     sections: list[_Section] = []
     stack: list[tuple[int, str]] = []
-    slug_counts: dict[str, int] = {}
+    slugger = Slugger()
     first_h1: str | None = None
     block_starts: list[int] = []
     preamble_tags: dict[str, None] = {}
@@ -390,12 +410,7 @@ def parse_document(
         nonlocal stack
         stack = [(lvl, h) for (lvl, h) in stack if lvl < level]
         stack.append((level, heading))
-        base = slugify(heading) or "section"
-        n = slug_counts.get(base, 0)
-        slug_counts[base] = n + 1
-        slug = base if n == 0 else f"{base}-{n}"
-        while slug == PREAMBLE_SLUG:
-            slug = f"{slug}-{n + 1}"
+        slug = slugger.slug(heading)
         sections.append(
             _Section(heading, level, tuple(h for _, h in stack), slug, line, body_start, len(lines))
         )

@@ -213,7 +213,7 @@ class SearchEngine:
 
     def status(self) -> IndexStatus:
         """Everything the status screen shows about the index (reads the disk: a worker's job)."""
-        from tui_search.core.workspace import IGNORE_FILES
+        from tui_search.core.workspace import IGNORE_FILES, valid_name
 
         store = self.index.store
         docs, chunks = store.counts()
@@ -239,7 +239,8 @@ class SearchEngine:
             dirs[:] = sorted(
                 d
                 for d in dirs
-                if not self.workspace.rules.is_ignored(f"{rel_dir}/{d}".lstrip("/"), is_dir=True)
+                if valid_name(d)  # (what discovery skips: no name here that is not text)
+                and not self.workspace.rules.is_ignored(f"{rel_dir}/{d}".lstrip("/"), is_dir=True)
             )
             for name in IGNORE_FILES:
                 if name in names:
@@ -406,14 +407,13 @@ class SearchEngine:
         return self._read_current(file_path).text
 
     def _read_current(self, file_path: str) -> Any:
-        """Read an indexed path as it is now (never a file that resolves outside)."""
-        from tui_search.core.workspace import read_file
-
+        """Read an indexed path as it is now (never a file that resolves outside: the file is
+        opened once, with no symlink followed, see ``workspace.read_file``)."""
         info = self.workspace.stat(file_path)
-        if info is None or not self.workspace.inside(info.abs_path):
+        if info is None:
             raise TuiSearchError(f"{file_path} is no longer in the workspace")
         try:
-            return read_file(info, self.settings.max_file_bytes)
+            return self.workspace.read(info, self.settings.max_file_bytes)
         except (OSError, ValueError) as exc:
             raise TuiSearchError(f"cannot read {file_path}: {exc}") from exc
 

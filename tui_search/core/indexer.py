@@ -13,6 +13,7 @@ rebuilt from it (vectors come from the manifest, nothing is re-embedded).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import time
 from collections.abc import Callable, Iterable
@@ -30,7 +31,14 @@ from tui_search.core.memory import TRIM_AFTER_CHUNKS, release_free_memory
 from tui_search.core.parse_jobs import ParseJob, parse_workers, run_jobs
 from tui_search.core.store import ChunkRecord, FileRecord, Store, vector_key
 from tui_search.core.vectors import VectorIndex
-from tui_search.core.workspace import FileInfo, Skipped, Workspace
+from tui_search.core.workspace import (
+    NOT_UTF8_NAME,
+    FileInfo,
+    Skipped,
+    Workspace,
+    display_name,
+    valid_name,
+)
 
 ProgressCallback = Callable[["Progress"], None]
 EMBED_BATCH = 2048
@@ -173,11 +181,7 @@ class Indexer:
             skipped: list[Skipped] = []
             discovered = {f.rel_path: f for f in self.workspace.discover(skipped)}
             stamps = self.store.file_stamps()
-            to_check = [
-                f
-                for p, f in discovered.items()
-                if p in dirty or stamps.get(p) != (f.size, f.mtime_ns)
-            ]
+            to_check = [f for p, f in discovered.items() if p in dirty or stamps.get(p) != f.stamp]
             removed = [p for p in stamps if p not in discovered]
             # the whole records only when something is to be read again
             known = self.store.files() if to_check else {}
@@ -216,11 +220,16 @@ class Indexer:
         with self.lock.hold():
             self._refresh_from_disk()
             before = self.lexical.segment_ids()
-            wanted = list(dict.fromkeys(paths))
+            skipped: list[Skipped] = []
+            wanted = []
+            for rel in dict.fromkeys(paths):
+                if valid_name(rel):
+                    wanted.append(rel)
+                elif self.workspace.wants(rel):  # never stored: the index holds names as text
+                    skipped.append(Skipped(display_name(rel), NOT_UTF8_NAME))
             known = self.store.files_for(wanted)
             to_check: list[FileInfo] = []
             removed: list[str] = []
-            skipped: list[Skipped] = []
             for rel in wanted:
                 found = self.workspace.lookup(rel) if self.workspace.wants(rel) else None
                 if isinstance(found, Skipped):
@@ -237,7 +246,7 @@ class Indexer:
                             removed.append(k)
                     continue
                 old = known.get(rel)
-                if old is None or old.size != info.size or old.mtime_ns != info.mtime_ns:
+                if old is None or old.stamp != info.stamp:
                     to_check.append(info)
 
             def exists(p: str) -> bool:
@@ -301,6 +310,7 @@ class Indexer:
         files moved elsewhere until then)."""
         parsed: list[tuple[FileRecord, list[Chunk]]] = []
         touched: list[FileRecord] = []
+        batch_docs: dict[str, str] = {}  # document id -> the path of the batch that has it
         batch_chunks = batch_chars = 0
         force_left = set(force or ())
         total = len(to_check)
@@ -318,6 +328,7 @@ class Indexer:
                     self.max_tokens,
                     self.min_overlap,
                     self.max_sections,
+                    str(self.workspace.root),
                 )
             )
         outcomes = run_jobs(jobs, parse_workers(jobs))
@@ -327,6 +338,7 @@ class Indexer:
                 if batch_chunks >= INDEX_BATCH_CHUNKS or batch_chars >= INDEX_BATCH_CHARS:
                     self._write(parsed, [], touched, report, emit, force_left, last=False)
                     parsed, touched = [], []
+                    batch_docs = {}
                     batch_chunks = batch_chars = 0
                 if i % 50 == 0:
                     emit(Progress("parse", i, total, info.rel_path))
@@ -342,7 +354,13 @@ class Indexer:
                 if parsed_doc is None:  # the same bytes as indexed: only size and mtime are new
                     assert old is not None
                     touched.append(
-                        FileRecord(**{**old.__dict__, "size": info.size, "mtime_ns": info.mtime_ns})
+                        dataclasses.replace(
+                            old,
+                            size=info.size,
+                            mtime_ns=info.mtime_ns,
+                            ino=info.ino,
+                            ctime_ns=info.ctime_ns,
+                        )
                     )
                     continue
                 warnings = list(parsed_doc.warnings)
@@ -350,6 +368,11 @@ class Indexer:
                     warnings.insert(0, outcome.cut_note)
                 if outcome.encoding != "utf-8":
                     warnings.append(f"not valid UTF-8; decoded as {outcome.encoding}")
+                clash = self._id_clash(parsed_doc.chunks, info.rel_path, batch_docs, removed)
+                if clash is not None:
+                    skipped.append(Skipped(info.rel_path, clash))
+                    continue
+                batch_docs[outcome.job.doc] = info.rel_path
                 for w in warnings:
                     skipped.append(Skipped(info.rel_path, f"indexed with a warning: {w}"))
                 record = FileRecord(
@@ -357,6 +380,8 @@ class Indexer:
                     doc=outcome.job.doc,
                     size=info.size,
                     mtime_ns=info.mtime_ns,
+                    ino=info.ino,
+                    ctime_ns=info.ctime_ns,
                     hash=outcome.raw_hash,
                     title=parsed_doc.title,
                     tags=parsed_doc.tags,
@@ -371,6 +396,31 @@ class Indexer:
                 batch_chars += outcome.text_chars
         emit(Progress("parse", total, total))
         self._write(parsed, removed, touched, report, emit, force_left, last=True)
+
+    def _id_clash(
+        self, chunks: list[Chunk], path: str, batch_docs: dict[str, str], removed: list[str]
+    ) -> str | None:
+        """Why a parsed file cannot be written (its ids are not its own), else None: two of
+        its chunks share a key, or another file holds its document id (in this batch, or in
+        the index and not being removed). A writer given a key twice would stop the whole
+        index; this file alone is skipped, the rest lands."""
+        seen: set[str] = set()
+        for c in chunks:
+            if c.key in seen:
+                return f"not indexed: the section id {c.section_id} occurs twice in the file"
+            seen.add(c.key)
+        if not chunks:
+            return None
+        doc = chunks[0].doc
+        other = batch_docs.get(doc)
+        if other is None:
+            rec = self.store.file_by_doc(doc)
+            # (the membership test only on a clash: ``removed`` may be long)
+            if rec is not None and rec.path != path and rec.path not in removed:
+                other = rec.path
+        if other is not None and other != path:
+            return f"not indexed: its document id {doc} is already that of {other}"
+        return None
 
     def _write(
         self,
@@ -389,7 +439,7 @@ class Indexer:
 
         if touched and not parsed and not removed:
             with self.store.transaction() as conn:
-                self.store.touch_files(conn, [(r.path, r.size, r.mtime_ns) for r in touched])
+                self.store.touch_files(conn, touched)
         if not parsed and not removed and not self._missing_vectors():
             return
 
@@ -477,7 +527,7 @@ class Indexer:
                 self.store.remove_file(conn, path)
             for rec, chunks in parsed:
                 self.store.apply_file(conn, rec, chunks, new_vectors)
-            self.store.touch_files(conn, [(r.path, r.size, r.mtime_ns) for r in touched])
+            self.store.touch_files(conn, touched)
             self.store.set_vectors(
                 conn, [(r.key, v) for r, v in zip(missing, missing_vectors, strict=True)]
             )

@@ -39,6 +39,8 @@ class ParseJob:
     max_tokens: int
     min_overlap: int
     max_sections: int | None
+    #: the workspace folder: the file is read only if it is inside (``read_file``)
+    root: str
 
 
 @dataclass(frozen=True)
@@ -61,7 +63,7 @@ class ParseOutcome:
 
 def run_job(job: ParseJob) -> ParseOutcome:
     try:
-        result = read_file(job.info, job.max_file_bytes)
+        result = read_file(job.info, job.max_file_bytes, root=job.root)
     except FileNotFoundError:
         return ParseOutcome(job, vanished=True)
     except (OSError, ValueError) as exc:

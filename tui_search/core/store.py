@@ -21,9 +21,10 @@ import numpy as np
 
 from tui_search.core.chunking import Chunk, Link
 
-SCHEMA_VERSION = "7"  # 4: vectors stored as float16; 5: token ids for soft matching;
+SCHEMA_VERSION = "8"  # 4: vectors stored as float16; 5: token ids for soft matching;
 # 6: heading HTML stripped from titles and slugs (section ids change), explicit anchors;
-# 7: each chunk's link share (link-list sections ranked down)
+# 7: each chunk's link share (link-list sections ranked down); 8: repeated headings slugged
+# as GitHub does (section ids change), each file's inode and ctime
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -38,7 +39,10 @@ CREATE TABLE IF NOT EXISTS files (
     links TEXT NOT NULL,
     parent TEXT,
     encoding TEXT NOT NULL,
-    warnings TEXT NOT NULL
+    warnings TEXT NOT NULL,
+    -- with size and mtime, what tells a replaced file (cp -p, rsync -a, mv) from the one indexed
+    ino INTEGER NOT NULL DEFAULT 0,
+    ctime_ns INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS chunks (
     key TEXT PRIMARY KEY,
@@ -144,6 +148,13 @@ class FileRecord:
     warnings: tuple[str, ...]
     #: explicit anchors -> section slug (written with the file; not read back with it)
     anchors: tuple[tuple[str, str], ...] = ()
+    ino: int = 0
+    ctime_ns: int = 0
+
+    @property
+    def stamp(self) -> tuple[int, int, int, int]:
+        """What the freshness check compares (``FileInfo.stamp``)."""
+        return (self.size, self.mtime_ns, self.ino, self.ctime_ns)
 
 
 @dataclass(frozen=True)
@@ -210,6 +221,8 @@ def _file_from_row(row: tuple[Any, ...]) -> FileRecord:
         parent=row[8],
         encoding=row[9],
         warnings=tuple(json.loads(row[10])),
+        ino=int(row[11]),
+        ctime_ns=int(row[12]),
     )
 
 
@@ -264,21 +277,23 @@ class Store:
     # -- files --------------------------------------------------------------------------
     def files(self) -> dict[str, FileRecord]:
         rows = self._conn().execute(
-            "SELECT path, doc, size, mtime_ns, hash, title, tags, links, parent, encoding, warnings FROM files"
+            "SELECT path, doc, size, mtime_ns, hash, title, tags, links, parent, encoding, warnings, "
+            "ino, ctime_ns FROM files"
         )
         return {r[0]: _file_from_row(r) for r in rows}
 
-    def file_stamps(self) -> dict[str, tuple[int, int]]:
-        """path -> (size, mtime_ns) of every indexed file: what the freshness check compares."""
-        rows = self._conn().execute("SELECT path, size, mtime_ns FROM files")
-        return {r[0]: (int(r[1]), int(r[2])) for r in rows}
+    def file_stamps(self) -> dict[str, tuple[int, int, int, int]]:
+        """path -> (size, mtime_ns, inode, ctime_ns) of every indexed file: what the freshness
+        check compares (``FileInfo.stamp``)."""
+        rows = self._conn().execute("SELECT path, size, mtime_ns, ino, ctime_ns FROM files")
+        return {r[0]: (int(r[1]), int(r[2]), int(r[3]), int(r[4])) for r in rows}
 
     def file(self, path: str) -> FileRecord | None:
         row = (
             self._conn()
             .execute(
-                "SELECT path, doc, size, mtime_ns, hash, title, tags, links, parent, encoding, warnings "
-                "FROM files WHERE path = ?",
+                "SELECT path, doc, size, mtime_ns, hash, title, tags, links, parent, encoding, warnings, "
+                "ino, ctime_ns FROM files WHERE path = ?",
                 (path,),
             )
             .fetchone()
@@ -289,8 +304,8 @@ class Store:
         row = (
             self._conn()
             .execute(
-                "SELECT path, doc, size, mtime_ns, hash, title, tags, links, parent, encoding, warnings "
-                "FROM files WHERE doc = ?",
+                "SELECT path, doc, size, mtime_ns, hash, title, tags, links, parent, encoding, warnings, "
+                "ino, ctime_ns FROM files WHERE doc = ?",
                 (doc,),
             )
             .fetchone()
@@ -556,11 +571,11 @@ class Store:
             conn.execute("DELETE FROM anchors")
             conn.execute("DELETE FROM meta WHERE key = 'dirty'")
 
-    def touch_files(self, conn: sqlite3.Connection, stamps: Iterable[tuple[str, int, int]]) -> None:
-        """New (path, size, mtime) of files whose content did not change."""
+    def touch_files(self, conn: sqlite3.Connection, records: Iterable[FileRecord]) -> None:
+        """New size, mtime, inode and ctime of files whose content did not change."""
         conn.executemany(
-            "UPDATE files SET size = ?, mtime_ns = ? WHERE path = ?",
-            [(size, mtime, path) for path, size, mtime in stamps],
+            "UPDATE files SET size = ?, mtime_ns = ?, ino = ?, ctime_ns = ? WHERE path = ?",
+            [(*r.stamp, r.path) for r in records],
         )
 
     def set_vectors(
@@ -607,7 +622,7 @@ class Store:
         conn.execute("DELETE FROM chunks WHERE path = ?", (record.path,))
         conn.execute("DELETE FROM files WHERE path = ? OR doc = ?", (record.path, record.doc))
         conn.execute(
-            "INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 record.path,
                 record.doc,
@@ -620,6 +635,8 @@ class Store:
                 record.parent,
                 record.encoding,
                 json.dumps(list(record.warnings)),
+                record.ino,
+                record.ctime_ns,
             ),
         )
         rows = []

@@ -274,6 +274,10 @@ class VectorIndex:
     def upsert(self, keys: np.ndarray, vectors: np.ndarray) -> None:
         keys = np.asarray(keys, dtype=np.uint64)
         vectors = np.asarray(vectors, dtype=np.float32)
+        unique, last = np.unique(keys[::-1], return_index=True)
+        if len(unique) != len(keys):  # a key given twice: its last vector (usearch refuses)
+            keep = np.sort(len(keys) - 1 - last)
+            keys, vectors = keys[keep], vectors[keep]
         start = 0
         while start < len(keys):
             with self._lock:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import stat as stat_mod
 from collections.abc import Iterator
@@ -21,6 +22,15 @@ class FileInfo:
     abs_path: str | Path  # a str from discovery (no Path built per file)
     size: int
     mtime_ns: int
+    ino: int = 0
+    ctime_ns: int = 0
+
+    @property
+    def stamp(self) -> tuple[int, int, int, int]:
+        """Size, mtime, inode and ctime: a replacement that keeps the size and mtime (``cp -p``,
+        ``rsync -a``, ``mv``) has another inode or ctime (its bytes are then hashed: a file
+        touched but not changed is not parsed again)."""
+        return (self.size, self.mtime_ns, self.ino, self.ctime_ns)
 
 
 @dataclass(frozen=True)
@@ -156,6 +166,29 @@ def is_markdown(name: str) -> bool:
     return name.lower().endswith(MARKDOWN_SUFFIXES)
 
 
+#: Why a file whose name is not UTF-8 is skipped (the index stores names as text).
+NOT_UTF8_NAME = "the name is not valid UTF-8: not indexed (a UTF-8 name is)"
+
+
+def valid_name(name: str) -> bool:
+    """Is ``name`` (as the OS gave it, undecodable bytes as surrogates) valid UTF-8?"""
+    if name.isascii():
+        return True
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def display_name(name: str) -> str:
+    """A name that is not UTF-8 as text that can be stored and shown: each byte that does
+    not decode becomes ``\\xNN`` (``caf\\xe9.md``)."""
+    if valid_name(name):
+        return name
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 class Workspace:
     def __init__(self, root: Path, *, extra_ignored: tuple[Path, ...] = ()) -> None:
         root = root.expanduser()
@@ -202,6 +235,10 @@ class Workspace:
                 rel = f"{rel_dir}/{d}" if rel_dir else d
                 if self.rules.is_ignored(rel, is_dir=True):
                     continue
+                if not valid_name(d):
+                    if skipped is not None:
+                        skipped.append(Skipped(display_name(rel), "folder: " + NOT_UTF8_NAME))
+                    continue
                 if (current / d).is_symlink():
                     # inside: its files are indexed where they really are; outside: never
                     if not self.inside(current / d) and skipped is not None:
@@ -212,6 +249,10 @@ class Workspace:
             for name in sorted(filenames):
                 rel = f"{rel_dir}/{name}" if rel_dir else name
                 if not is_markdown(name) or self.rules.is_ignored(rel, is_dir=False):
+                    continue
+                if not valid_name(name):
+                    if skipped is not None:
+                        skipped.append(Skipped(display_name(rel), NOT_UTF8_NAME))
                     continue
                 path = os.path.join(dirpath, name)
                 try:
@@ -229,7 +270,7 @@ class Workspace:
                     if skipped is not None:
                         skipped.append(Skipped(rel, not_regular_reason(kind)))
                     continue
-                yield FileInfo(rel, path, st.st_size, st.st_mtime_ns)
+                yield FileInfo(rel, path, st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
 
     def stat(self, rel_path: str) -> FileInfo | None:
         """The regular file at ``rel_path``, or None (gone, outside, or not a regular file)."""
@@ -237,12 +278,21 @@ class Workspace:
         return found if isinstance(found, FileInfo) else None
 
     def lookup(self, rel_path: str) -> FileInfo | Skipped | None:
-        """Like :meth:`stat`, but a FIFO, socket or device comes back as a :class:`Skipped`."""
+        """Like :meth:`stat`, but a FIFO, socket or device, or a name that is not UTF-8,
+        comes back as a :class:`Skipped`.
+
+        The full sync's rule: a path with a symlink anywhere in it is never indexed (one that
+        points inside is an alias of a file indexed under its real path; one that points
+        outside is skipped, with a reason when the file itself is the link)."""
+        if not valid_name(rel_path):
+            return Skipped(display_name(rel_path), NOT_UTF8_NAME)
         p = self.root / rel_path
         try:
-            if p.is_symlink() and not self.inside(p):
+            if os.path.realpath(p) != str(p):
+                if p.is_symlink() and not self.inside(p):
+                    return Skipped(rel_path, "symlink points outside the workspace")
                 return None
-            st = p.stat()
+            st = p.lstat()
         except OSError:
             return None
         kind = special_kind(st.st_mode)
@@ -250,7 +300,11 @@ class Workspace:
             return None
         if kind is not None:
             return Skipped(rel_path, not_regular_reason(kind))
-        return FileInfo(rel_path, p, st.st_size, st.st_mtime_ns)
+        return FileInfo(rel_path, p, st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
+
+    def read(self, info: FileInfo, max_bytes: int) -> ReadResult:
+        """Read one of this workspace's files (see :func:`read_file`)."""
+        return read_file(info, max_bytes, root=self.root)
 
 
 def decode_bytes(data: bytes) -> tuple[str, str]:
@@ -288,16 +342,88 @@ def _cut(data: bytes, limit: int) -> bytes:
     return head
 
 
-def read_file(info: FileInfo, max_bytes: int) -> ReadResult:
-    """Read and decode one regular file, at most ``max_bytes`` of it (a larger file is cut at a
-    line break and ``cut_from`` says so). Raises OSError (vanished, unreadable) or ValueError
-    (not a regular file, binary)."""
+class OutsideError(ValueError):
+    """The path leads out of the workspace (a symlink, or ``..``): never read."""
+
+
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_PROC_FD = Path("/proc/self/fd")
+
+
+def open_inside(root: str | Path, path: str | Path) -> int:
+    """A read-only file descriptor for ``path``, a file below ``root``, opened once, with no
+    symlink followed on the way: the workspace folder, then each folder relative to the one
+    above it, then the file itself, each with ``O_NOFOLLOW``. Whatever is swapped in
+    meanwhile (a folder or the file replaced by a symlink to elsewhere), the descriptor is of
+    a file inside ``root``. Raises :class:`OutsideError` for a path that leaves ``root`` or has
+    a symlink in it, OSError when it cannot be opened.
+
+    ``O_NONBLOCK``: a file that became a FIFO since it was listed must not block the open."""
+    root_s = os.fspath(root)
+    rel = os.path.relpath(os.fspath(path), root_s)
+    parts = rel.split(os.sep)
+    if os.path.isabs(rel) or any(p in ("", os.curdir, os.pardir) for p in parts):
+        raise OutsideError("outside the workspace: never read")
+    flags = os.O_RDONLY | os.O_NONBLOCK | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    if os.open not in os.supports_dir_fd or not _NOFOLLOW:  # no openat: check, then verify
+        full = os.path.join(root_s, rel)
+        if os.path.realpath(full) != os.path.join(os.path.realpath(root_s), rel):
+            raise OutsideError("a symlink in the path: never followed")
+        fd = os.open(full, flags)
+        if os.path.samestat(os.fstat(fd), os.lstat(full)):
+            return fd
+        os.close(fd)
+        raise OutsideError("the file changed while it was opened: not read")
+    try:  # the workspace folder itself swapped for a symlink: refused as well
+        dir_fd = os.open(root_s, _DIR_FLAGS | _NOFOLLOW)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR) and os.path.islink(root_s):
+            raise OutsideError("the workspace folder is a symlink now: never followed") from None
+        raise
+    try:
+        for depth, part in enumerate(parts[:-1], 1):
+            try:
+                sub = os.open(part, _DIR_FLAGS | _NOFOLLOW, dir_fd=dir_fd)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR) and os.path.islink(
+                    os.path.join(root_s, *parts[:depth])
+                ):
+                    raise OutsideError("a symlink in the path: never followed") from None
+                raise
+            os.close(dir_fd)
+            dir_fd = sub
+        try:
+            fd = os.open(parts[-1], flags, dir_fd=dir_fd)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise OutsideError("a symlink: never followed") from None
+            raise
+    finally:
+        os.close(dir_fd)
+    if _PROC_FD.is_dir():  # a folder moved out of the workspace while it was walked
+        try:
+            real: str | None = os.readlink(_PROC_FD / str(fd))
+        except OSError:
+            real = None
+        real_root = os.path.realpath(root_s)
+        if real is not None and not real.startswith(real_root.rstrip(os.sep) + os.sep):
+            os.close(fd)
+            raise OutsideError("the file left the workspace while it was opened: not read")
+    return fd
+
+
+def read_file(info: FileInfo, max_bytes: int, *, root: str | Path) -> ReadResult:
+    """Read and decode one regular file of the workspace at ``root``: the only way a
+    workspace file is read. At most ``max_bytes`` of it (a larger file is cut at a line break
+    and ``cut_from`` says so). The file is opened once, without following a symlink
+    (:func:`open_inside`). Raises OSError (vanished, unreadable) or ValueError (not a regular
+    file, binary, a symlink or outside the workspace)."""
     import hashlib
 
-    # O_NONBLOCK: a file that became a FIFO since it was listed must not block the open;
-    # fstat then tells what was really opened, and only a regular file is read.
-    fd = os.open(info.abs_path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    fd = open_inside(root, info.abs_path)
     with os.fdopen(fd, "rb") as fh:
+        # fstat tells what was really opened: only a regular file is read
         kind = special_kind(os.fstat(fd).st_mode)
         if kind is not None:
             raise ValueError(not_regular_reason(kind))

@@ -6,10 +6,10 @@ fill several of the first ten. For each judged question this runs the harness
 (``run_evaluation``) with the setting off and on, takes the ranking's first ten rows, gives a
 row that repeats a section shown above it no gain, and prints per set and mode: the rows that
 repeat a section, the distinct sections in the first ten rows, and the nDCG@10 of those rows
-beside the harness's nDCG@10 (docs/evaluation.md, "Session 19").
+beside the harness's nDCG@10 (docs/tried.md, "One row per section").
 
 Usage:
-    python benchmarks/flat_rows.py --index-root /tmp/idx --sets anthropic,rust,sample \\
+    python research/flat_rows.py --index-root /tmp/idx --sets anthropic,rust,sample \\
         [--modes hybrid,keyword,semantic]
 
 Sets and ``--index-root`` as in ``fusion_levers.py`` (one index folder per corpus).
@@ -24,9 +24,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "research"))
 
-from fusion_levers import SETS  # noqa: E402
+from fusion_weights import SETS  # noqa: E402
 
 from tui_search.config import load_settings  # noqa: E402
 from tui_search.core.chunking import section_of  # noqa: E402

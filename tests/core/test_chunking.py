@@ -93,6 +93,52 @@ def test_slugify_github_style() -> None:
     assert slugify("snake_case-and-dashes") == "snake_case-and-dashes"
 
 
+def test_repeated_headings_never_share_an_id() -> None:
+    """The second "Example" takes ``example-1``; a heading whose own slug is ``example-1``
+    then takes ``example-1-1``, as GitHub's slugger does."""
+    d = parse_document("## Example\n\na\n\n## Example\n\nb\n\n## Example 1\n\nc\n", "x.md")
+    assert [c.section_id for c in d.chunks] == ["x:example", "x:example-1", "x:example-1-1"]
+    d = parse_document("# A 1\n\n# A\n\n# A\n\n# _preamble\n", "x.md")
+    assert [c.section_id for c in d.chunks] == ["x:a-1", "x:a", "x:a-2", "x:_preamble-1"]
+
+
+def _github_slugs(headings: list[str]) -> list[str]:
+    """GitHub's slugger, as its source reads (occurrences counted by the first slug)."""
+    occurrences: dict[str, int] = {PREAMBLE_SLUG: 0}
+    out = []
+    for heading in headings:
+        original = slugify(heading) or "section"
+        result = original
+        while result in occurrences:
+            occurrences[original] += 1
+            result = f"{original}-{occurrences[original]}"
+        occurrences[result] = 0
+        out.append(result)
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from(["Example", "Example 1", "example-1", "Example 1 1", "A", "a-2", "-"]),
+            st.text(alphabet="ab1- _", min_size=1, max_size=6),
+        ),
+        min_size=1,
+        max_size=12,
+    )
+)
+def test_heading_ids_are_unique_and_githubs(headings: list[str]) -> None:
+    text = "".join(f"## {h}\n\nbody {i}\n\n" for i, h in enumerate(headings))
+    d = parse_document(text, "g.md")
+    ids = [c.section_id for c in d.chunks if c.chunk_index == 0]
+    assert len(ids) == len(set(ids))
+    # headings that markdown reads as the same text (surrounding spaces, a lone "#") are
+    # compared as parsed
+    parsed = [c.heading for c in d.chunks if c.chunk_index == 0]
+    assert ids == [f"g:{s}" for s in _github_slugs(parsed)]
+
+
 def test_long_section_is_split_with_overlap() -> None:
     paragraphs = [
         f"Paragraph {i} " + " ".join(f"word{i}x{j}" for j in range(60)) for i in range(20)

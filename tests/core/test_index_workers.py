@@ -35,7 +35,7 @@ def _jobs(ws: Path) -> list[ParseJob]:
     latin.write_bytes("# Caf\xe9\n\nna\xefve cr\xe8me\n".encode("latin-1"))
     infos.append(FileInfo("latin.md", str(latin), latin.stat().st_size, 0))
     return [
-        ParseJob(info, info.rel_path.removesuffix(".md"), None, 10_000_000, 512, 50, None)
+        ParseJob(info, info.rel_path.removesuffix(".md"), None, 10_000_000, 512, 50, None, str(ws))
         for info in infos
     ]
 
@@ -166,7 +166,8 @@ def test_a_script_without_a_main_guard_can_parse_in_workers(tmp_path: Path) -> N
 
             print("top level ran", flush=True)
             infos = list(Workspace(Path({str(SAMPLE_WORKSPACE)!r})).discover())
-            jobs = [ParseJob(i, i.rel_path, None, 10**7, 512, 50, None) for i in infos]
+            jobs = [ParseJob(i, i.rel_path, None, 10**7, 512, 50, None, {str(SAMPLE_WORKSPACE)!r})
+                    for i in infos]
             outcomes = list(run_jobs(jobs, 2))
             print("parsed", sum(o.parsed is not None for o in outcomes) == len(jobs), flush=True)
             """
@@ -248,7 +249,8 @@ def test_workers_start_under_textuals_print_capture(tmp_path: Path) -> None:
             sys.stderr = _PrintCapture(None, stderr=True)  # what the app runs under
             assert sys.stderr.fileno() == -1
             infos = list(Workspace(Path({str(SAMPLE_WORKSPACE)!r})).discover())
-            jobs = [ParseJob(i, i.rel_path, None, 10**7, 512, 50, None) for i in infos]
+            jobs = [ParseJob(i, i.rel_path, None, 10**7, 512, 50, None, {str(SAMPLE_WORKSPACE)!r})
+                    for i in infos]
             parsed = list(run_jobs(jobs, 2))
             lexical.BULK_WRITE = 10
             index = lexical.LexicalIndex(Path({str(tmp_path / "idx" / "lexical")!r}))

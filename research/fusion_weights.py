@@ -1,5 +1,5 @@
 """Judge hybrid fusion weights on every judged set at once, offline, on the product's own
-candidates (the method of docs/evaluation.md, "Levers of session 10").
+candidates (docs/tried.md describes the method).
 
 Two steps:
 
@@ -19,8 +19,8 @@ Two steps:
     SciFact test (reported, never chosen on).
 
 Usage:
-    python benchmarks/fusion_levers.py dump --out /tmp/dumps --index-root /tmp/idx
-    python benchmarks/fusion_levers.py grid --dumps /tmp/dumps \\
+    python research/fusion_weights.py dump --out /tmp/dumps --index-root /tmp/idx
+    python research/fusion_weights.py grid --dumps /tmp/dumps \\
         --keyword-weight 0.4,0.35,0.45 --soft-share 0.6,0.5 --document-weight 0.4
 
 ``--index-root`` holds one index folder per corpus (kept between runs, so a second dump

@@ -16,7 +16,7 @@ from tui_search.core.engine import SearchEngine
 from tui_search.core.ranking.centering import SAMPLE_SIZE, Centering, even_sample
 from tui_search.core.store import vector_key
 
-SAMPLE_EVAL = Path(__file__).resolve().parents[1] / "data" / "sample_eval"
+SAMPLE_EVAL = Path(__file__).resolve().parents[2] / "data" / "sample_eval"
 
 
 def skewed(n: int = 400, dim: int = 24, seed: int = 0) -> np.ndarray:

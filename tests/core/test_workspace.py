@@ -71,24 +71,26 @@ def test_decode_fallbacks() -> None:
 def test_read_file_limits(tmp_path: Path) -> None:
     p = write(tmp_path / "big.md", "x" * 5000)
     info = FileInfo("big.md", p, 5000, 0)
-    cut = read_file(info, 1000)  # a file over the limit is cut, and says so
+    cut = read_file(info, 1000, root=tmp_path)  # a file over the limit is cut, and says so
     assert cut.text == "x" * 1000 and cut.cut_from == 5000
     assert cut.cut_note and "limit" in cut.cut_note
     lines = write(tmp_path / "lines.md", "".join(f"line {i} é\n" for i in range(500)))
-    cut = read_file(FileInfo("lines.md", lines, lines.stat().st_size, 0), 1000)
+    cut = read_file(FileInfo("lines.md", lines, lines.stat().st_size, 0), 1000, root=tmp_path)
     assert cut.text.endswith("\n") and cut.encoding == "utf-8" and len(cut.text) < 1000
     wide = tmp_path / "wide.md"
     wide.write_bytes(("é" * 1000).encode())
-    cut = read_file(FileInfo("wide.md", wide, 2000, 0), 999)  # never half a character
+    cut = read_file(
+        FileInfo("wide.md", wide, 2000, 0), 999, root=tmp_path
+    )  # never half a character
     assert cut.text == "é" * 499 and cut.encoding == "utf-8"
     u16 = tmp_path / "u16.md"
     u16.write_bytes(("# T\n" + "ab\n" * 400).encode("utf-16"))
-    cut = read_file(FileInfo("u16.md", u16, u16.stat().st_size, 0), 501)
+    cut = read_file(FileInfo("u16.md", u16, u16.stat().st_size, 0), 501, root=tmp_path)
     assert cut.encoding == "utf-16" and cut.text.startswith("# T\nab\n")
     b = tmp_path / "bin.md"
     b.write_bytes(b"abc\x00def")
     with pytest.raises(ValueError, match="binary"):
-        read_file(FileInfo("bin.md", b, 7, 0), 1000)
+        read_file(FileInfo("bin.md", b, 7, 0), 1000, root=tmp_path)
     crlf = tmp_path / "crlf.md"
     crlf.write_bytes(b"# A\r\nline\r\n")
-    assert read_file(FileInfo("crlf.md", crlf, 11, 0), 1000).text == "# A\nline\n"
+    assert read_file(FileInfo("crlf.md", crlf, 11, 0), 1000, root=tmp_path).text == "# A\nline\n"

@@ -1,4 +1,4 @@
-"""Issue 10, session 24: the re-ranker's settings judged on every set at once.
+"""The re-ranker's depth and weight judged on every judged set at once.
 
 For every judged set it records, per question, the static hybrid ranking (the re-ranker off)
 through ``tui-search eval``'s own harness, and the encoder's cosines for the ranking's top
@@ -7,14 +7,7 @@ a second run encodes only questions). Then it scores every (depth, weight) of th
 product's own ``rerank.mix``: nDCG@10 per set, the mean over the sets settings are chosen on,
 the worst change against the static ranking, and SciFact test beside them.
 
-    .venv/bin/python benchmarks/rerank_levers.py --index-root IDX
-    .venv/bin/python benchmarks/rerank_levers.py --index-root IDX128 --max-length 128
-    .venv/bin/python benchmarks/rerank_levers.py --index-root IDXC --text content
-
-``--max-length`` and ``--text`` change what the encoder reads (its token limit; ``full`` = title
-and heading path then the text, as shipped; ``content`` = the text alone; ``heading`` = the
-section's heading path without the document title, then the text). Each variant needs its own
-copy of the indexes (the vectors are stored by section; the recipe is checked).
+    .venv/bin/python research/rerank_grid.py --index-root IDX
 """
 
 from __future__ import annotations
@@ -28,13 +21,12 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "research"))
 
 import numpy as np  # noqa: E402
-from fusion_levers import CHOSEN_ON, SETS  # noqa: E402
+from fusion_weights import CHOSEN_ON, SETS  # noqa: E402
 
 from tui_search.config import load_settings  # noqa: E402
-from tui_search.core import chunking  # noqa: E402
 from tui_search.core.engine import SearchEngine  # noqa: E402
 from tui_search.core.ranking import rerank  # noqa: E402
 from tui_search.eval.harness import (  # noqa: E402
@@ -58,35 +50,6 @@ class _Recording(SearchEngine):
         return super().rank(plan, mode, fusion=fusion)
 
 
-def _recipe(args: argparse.Namespace) -> None:
-    """What the encoder reads (the shipped recipe unless asked otherwise)."""
-    if args.text != "full":
-
-        def text_of(title: str, heading_path: tuple[str, ...], content: str) -> str:
-            path = list(heading_path)
-            if args.text == "content":
-                return content
-            if path and path[0] == title:
-                path = path[1:]
-            return " > ".join(path) + "\n\n" + content if path else content
-
-        rerank.passage_text = text_of
-    if args.max_length:
-        plain = rerank.SentenceEncoder
-
-        def shorter() -> rerank.SentenceEncoder:
-            enc = plain()
-            enc.max_length = args.max_length
-            enc._tok.enable_truncation(args.max_length)
-            return enc
-
-        args.encoder = shorter
-    else:
-        args.encoder = rerank.SentenceEncoder
-    if args.text != "full" or args.max_length:
-        rerank.PASSAGE_RECIPE += f" | bench: text {args.text}, {args.max_length} tokens"
-
-
 def record(args: argparse.Namespace, name: str) -> list[tuple[QueryTrace, np.ndarray | None]]:
     where, split, index_name = SETS[name]
     dataset = ROOT / where[5:] if where.startswith("repo:") else Path(args.shared) / where
@@ -107,7 +70,6 @@ def record(args: argparse.Namespace, name: str) -> list[tuple[QueryTrace, np.nda
                 rerank.Reranker(
                     engine.index.store,
                     rerank.RerankParams(depth=args.max_depth, weight=1.0),
-                    encoder=args.encoder,
                 )
             )
         keys = [s.key for s in trace.ranked[: args.max_depth]]
@@ -149,12 +111,8 @@ def main() -> int:
     ap.add_argument("--max-depth", type=int, default=30)
     ap.add_argument("--depths", default="10,15,20,25,30")
     ap.add_argument("--weights", default="0.1,0.15,0.2,0.25,0.3,0.4")
-    ap.add_argument("--max-length", type=int, default=0, help="encoder token limit (0 = shipped)")
-    ap.add_argument("--text", choices=["full", "content", "heading"], default="full")
     ap.add_argument("--json", help="write every row here")
     args = ap.parse_args()
-    _recipe(args)
-    assert chunking  # (the recipe's default text is chunking.embedding_text)
     sets = args.sets.split(",")
     traces = {}
     for name in sets:

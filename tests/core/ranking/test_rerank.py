@@ -17,7 +17,7 @@ from tui_search.core.ranking.fusion import Scored
 from tui_search.core.ranking.rerank import Reranker, RerankParams, SentenceEncoder
 from tui_search.core.store import Store
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[2] / "data"
 QUESTION = "pages take too long to load"
 
 DOCS = {

@@ -2,7 +2,7 @@
 
 Deterministic by construction: fixed terminal size, no cursor blink, no search timings, a fixed
 workspace written here, the FakeEmbedder, and every worker awaited before the screenshot.
-Update with ``pytest tests/snapshots --snapshot-update`` and look at the SVGs before committing.
+Update with ``pytest tests/ui/test_snapshots.py --snapshot-update`` and look at the SVGs before committing.
 """
 
 from __future__ import annotations

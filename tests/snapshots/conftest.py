@@ -1,1 +1,0 @@
-"""Fixtures for the SVG snapshots (anyio runs nothing here: snap_compare drives the app)."""
