@@ -90,3 +90,10 @@ def test_any_text_renders_with_spans_inside(text: str, data: st.DataObject) -> N
     for s, e, kind in r.styles:
         assert 0 <= s < e <= len(r.text) and kind in STYLE_KINDS
     assert all(b[0] >= a[1] for a, b in zip(r.matches, r.matches[1:], strict=False))
+
+
+def test_a_cut_code_span_slot_and_autolink() -> None:
+    r = render_snippet(Snippet("info: <https://man.openbsd.org/scp>. - Copy: `scp {{path/to/lo…"))
+    assert r.text == "info: https://man.openbsd.org/scp. - Copy: scp path/to/lo…"
+    assert runs(r.text, r.styles, "link") == ["https://man.openbsd.org/scp"]
+    assert runs(r.text, r.styles, "placeholder") == ["path/to/lo"]

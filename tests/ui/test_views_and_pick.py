@@ -171,3 +171,40 @@ async def test_operator_completions_come_from_the_index(
             assert bar._suggestion == offered, typed
             await pilot.press("right")
             assert bar.value == offered
+
+
+async def test_a_files_further_hits_fold_into_one_row(
+    tmp_path: Path, app_factory: AppFactory
+) -> None:
+    restore = "# Restore a backup\n\n" + "".join(
+        f"## Step {i}\n\nRestore the backup, step {i} of the restore.\n\n" for i in range(1, 6)
+    )
+    ws = write_workspace(
+        tmp_path / "ws",
+        {
+            "runbooks/restore.md": restore,
+            "guides/backups.md": "# Backups\n\nWhere backups are kept and how to restore one.\n",
+        },
+    )
+    app = app_factory(ws)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        await search(pilot, "how do I restore a backup")
+        results = app.search_screen.results
+        kinds = [(e.kind, e.file_path) for e in results.entries]
+        restore_rows = [k for k in kinds if k == ("hit", "runbooks/restore.md")]
+        assert len(restore_rows) == 2  # two hits of the file, then one row for the rest
+        fold = next(i for i, e in enumerate(results.entries) if e.kind == "fold")
+        assert results.entries[fold].file_path == "runbooks/restore.md"
+        hidden = len(results.entries[fold].similar)
+        assert hidden >= 3 and f"+ {hidden} more in this file" in str(
+            results.get_option_at_index(fold).prompt
+        )
+        assert ("hit", "guides/backups.md") in kinds
+        results.focus()
+        results.highlighted = fold
+        await pilot.press("enter")
+        await settle(pilot)
+        files = [e.file_path for e in results.entries if e.kind == "hit"]
+        assert files.count("runbooks/restore.md") == 2 + hidden
+        assert not any(e.kind == "fold" for e in results.entries)

@@ -181,24 +181,27 @@ _INLINE_RE = re.compile(
     r"""
       (?P<fence>(?:```|~~~)[\w+#.-]*)
     | (?P<code>(?P<ticks>`+)(?P<code_text>.+?)(?P=ticks))
+    | (?P<opencode>`(?P<opencode_text>[^`]+)$)
+    | (?P<autolink><(?P<autolink_text>(?:https?|mailto):[^>\s]+)>)
     | (?P<image>!\[(?P<image_alt>[^\]]*)\]\((?P<image_url>[^)\s]*)[^)]*\)?)
     | (?P<wiki>!?\[\[(?P<wiki_target>[^\]|#]*)(?:\#(?P<wiki_anchor>[^\]|]*))?
         (?:\|(?P<wiki_alias>[^\]]*))?\]\])
     | (?P<link>\[(?P<link_text>[^\]]+)\](?:\([^)]*(?:\)|$)|\[[^\]]*\]))
-    | (?P<placeholder>\{\{(?P<placeholder_text>.+?)\}\})
+    | (?P<placeholder>\{\{(?P<placeholder_text>[^{}]+?)(?:\}\}|(?=…?$)))
+    | (?P<tick>`)
     | (?P<strong>(?P<sm>\*\*|__)(?=\S)(?P<strong_text>.+?)(?<=\S)(?P=sm))
     | (?P<strike>~~(?=\S)(?P<strike_text>.+?)(?<=\S)~~)
     | (?P<emph>(?:(?<![\w*])\*(?=[^\s*])(?P<emph_text>.+?)(?<=[^\s*])\*(?![\w*]))
         |(?:(?<!\w)_(?=[^\s_])(?P<emph_text2>.+?)(?<=[^\s_])_(?!\w)))
     | (?P<pipe>\s*\|(?:\s*:?-{3,}:?\s*\||[\s|])*)
     | (?P<heading>(?:^|(?<=\s))\#{1,6}\s+)
-    | (?P<quote>(?:^|(?<=[\s…]))(?:>\s?)?\[![\w-]+\][+-]?\s?|(?:^|(?<=[.:!?]\s))>\s)
+    | (?P<quote>(?:^|(?<=[\s…]))(?:>\s?)?\[![\w-]+\][+-]?\s?|(?:^|(?<=[.:!?]\s))>\s|(?<=\s)>\s(?=[A-Z\[*_`]))
     | (?P<escape>\\(?P<escaped>[\\`*_{}\[\]()#+\-.!|~<>]))
     """,
     re.VERBOSE,
 )
 
-_SLOT_RE = re.compile(r"\{\{(.+?)\}\}")
+_SLOT_RE = re.compile(r"\{\{([^{}]+?)(?:\}\}|(?=…?$))")
 _FENCE_RE = re.compile(r"(?:```|~~~)[\w+#.-]*")
 #: A snippet whose pipes are a table's: a separator row, two rows run together (``| |``), a
 #: row at the start, or three cell borders; otherwise a pipe is text (a shell pipeline).
@@ -271,9 +274,12 @@ def _emit(src: str, start: int, end: int, w: _Writer) -> None:
             w.styled("code", lambda a=pos, b=stop: _slots(src, a, b, w))
             w.insert(" ")
             pos = close.end() if close is not None else end
-        elif kind == "code":
-            a, b = m.span("code_text")
+        elif kind in ("code", "opencode"):  # (a span the snippet's end cut: code to the end)
+            a, b = m.span(f"{kind}_text")
             w.styled("code", lambda a=a, b=b: _slots(src, a, b, w))
+        elif kind == "autolink":
+            a, b = m.span("autolink_text")
+            w.styled("link", lambda a=a, b=b: w.copy(src, a, b))
         elif kind == "image":
             a, b = m.span("image_alt")
             if b > a:
@@ -314,7 +320,7 @@ def _emit(src: str, start: int, end: int, w: _Writer) -> None:
         elif kind == "escape":
             a, b = m.span("escaped")
             w.copy(src, a, b)
-        # heading and quote marks: markup only, dropped
+        # heading and quote marks, a backtick left unpaired by the snippet's cut: dropped
     w.copy(src, pos, end)
 
 

@@ -639,6 +639,10 @@ class SearchScreen(Screen[None]):
         if entry is not None and entry.kind == "more":
             self.run_search(append=True)
             return
+        if entry is not None and entry.kind == "fold":
+            self.results.unfold()
+            self._selection_changed()
+            return
         self.remember_query()
         if self.tui.picking:
             self._pick()

@@ -21,6 +21,9 @@ from tui_search.core.snippets import render_snippet
 from tui_search.core.textsafe import sanitize_terminal
 
 SNIPPET_CHARS = 200
+#: Flat results list this many hits of a file, then one "+N more in this file" row (the rest
+#: of the file's hits, shown when that row is chosen): a first screen that shows several files.
+FOLD_AFTER = 2
 #: What identifies a selection across re-runs: (section id, file path).
 Selection: TypeAlias = tuple[str | None, str | None]
 
@@ -29,7 +32,7 @@ Selection: TypeAlias = tuple[str | None, str | None]
 class Entry:
     """What one option stands for."""
 
-    kind: str  # "hit" | "doc" | "more"
+    kind: str  # "hit" | "doc" | "more" | "fold" (a file's further hits, folded)
     hit: Hit | None = None
     group: DocumentGroup | None = None
     #: Near-duplicates of this hit (the same text elsewhere), best-ranked first.
@@ -45,13 +48,18 @@ class Entry:
     def file_path(self) -> str | None:
         if self.hit:
             return self.hit.file_path
+        if self.kind == "fold" and self.similar:
+            return self.similar[0].file_path
         return self.group.file_path if self.group else None
 
     @property
     def preview_hit(self) -> Hit | None:
-        """The hit the preview shows for this entry (a document shows its best passage)."""
+        """The hit the preview shows for this entry (a document shows its best passage, a
+        fold row the first hit it folds)."""
         if self.hit:
             return self.hit
+        if self.kind == "fold" and self.similar:
+            return self.similar[0]
         if self.group and self.group.passages:
             return self.group.passages[0]
         return None
@@ -188,6 +196,15 @@ def compact_group_prompt(group: DocumentGroup, width: int) -> Content:
     return head + Content.styled(figures, "$text-muted")
 
 
+def fold_prompt(count: int) -> Content:
+    """The row that stands for a file's further hits."""
+    return Content.assemble(
+        ("    + ", "bold $secondary"),
+        (f"{count} more in this file", "italic $text-muted"),
+        ("  (enter shows them)", "$text-muted"),
+    )
+
+
 def duplicate_prompt(hit: Hit) -> Content:
     """A near-duplicate listed under its group's first hit: where else the text is."""
     return Content.assemble(
@@ -226,6 +243,8 @@ class ResultsList(OptionList):
         self._pages: list[SearchResults] = []
         #: Keys of the hits whose near-duplicates are shown (expanded).
         self.expanded: set[str] = set()
+        #: Files whose every hit is listed (their "+N more" row was chosen).
+        self.unfolded: set[str] = set()
         #: Counts fills, so that the pending rest of an older fill is dropped.
         self._fill_generation = 0
         #: One line per hit (the compact view) instead of a heading line and a snippet.
@@ -273,6 +292,7 @@ class ResultsList(OptionList):
         else:
             self._pages = [results]
             self.expanded.clear()
+            self.unfolded.clear()
         options = self._rebuild()
         index = 0
         if previous is not None:
@@ -321,6 +341,9 @@ class ResultsList(OptionList):
         entries: list[Entry] = []
         options: list[Callable[[], Content]] = []
         width = self._compact_width = self.row_width
+        listed: dict[str, int] = {}  # flat: hits listed per file
+        folded: dict[str, list[Hit]] = {}  # flat: a file's hits past FOLD_AFTER
+        last_row: dict[str, int] = {}  # flat: the entry of a file's last listed hit
         hit_row: Callable[..., Content] = (
             partial(compact_prompt, width=width) if self.compact else hit_prompt
         )
@@ -342,14 +365,27 @@ class ResultsList(OptionList):
                 group = members.get(i)
                 if group is not None and group[0] != i:
                     continue  # listed under the group's first hit
+                path = h.file_path
+                if listed.get(path, 0) >= FOLD_AFTER and path not in self.unfolded:
+                    folded.setdefault(path, []).append(h)
+                    continue
+                listed[path] = listed.get(path, 0) + 1
                 similar = tuple(results.hits[j] for j in group[1:]) if group else ()
                 expanded = h.key in self.expanded
                 entries.append(Entry("hit", hit=h, similar=similar))
                 options.append(partial(hit_row, h, similar=len(similar), expanded=expanded))
+                last_row[path] = len(entries) - 1
                 if expanded:
                     for d in similar:
                         entries.append(Entry("hit", hit=d, duplicate=True))
                         options.append(partial(duplicate_prompt, d))
+                        last_row[path] = len(entries) - 1
+        # each folded file's row goes under its last listed hit (from the bottom up, so the
+        # places above stay where they are)
+        for path, hits in sorted(folded.items(), key=lambda kv: -last_row[kv[0]]):
+            at = last_row[path] + 1
+            entries.insert(at, Entry("fold", similar=tuple(hits)))
+            options.insert(at, partial(fold_prompt, len(hits)))
         if self._pages and self._pages[-1].has_more:
             entries.append(Entry("more"))
             options.append(
@@ -369,6 +405,17 @@ class ResultsList(OptionList):
             self.expanded.discard(key)
         else:
             self.expanded.add(key)
+        self._fill(self._rebuild(), index or 0)
+        self.highlighted = index
+        return True
+
+    def unfold(self) -> bool:
+        """List every hit of the highlighted fold row's file; False when it is no fold row."""
+        index = self.highlighted
+        entry = self.current
+        if entry is None or entry.kind != "fold" or entry.file_path is None:
+            return False
+        self.unfolded.add(entry.file_path)
         self._fill(self._rebuild(), index or 0)
         self.highlighted = index
         return True
