@@ -201,12 +201,18 @@ _INLINE_RE = re.compile(
     re.VERBOSE,
 )
 
+#: Writes ``src[start:end]`` into a writer (plain, as code, or with its markup read).
+_Write = Callable[[str, int, int, "_Writer"], None]
 _SLOT_RE = re.compile(r"\{\{([^{}]+?)(?:\}\}|(?=…?$))")
 _FENCE_RE = re.compile(r"(?:```|~~~)[\w+#.-]*")
 #: A snippet whose pipes are a table's: a separator row, two rows run together (``| |``), a
 #: row at the start, or three cell borders; otherwise a pipe is text (a shell pipeline).
 _TABLE_RE = re.compile(r"\|\s*:?-{3,}|\|\s+\||^\s*\||(?:\s\|\s.*){3}")
 _IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".bmp", ".avif")
+
+
+def _copy(src: str, start: int, end: int, w: _Writer) -> None:
+    w.copy(src, start, end)
 
 
 class _Writer:
@@ -235,10 +241,11 @@ class _Writer:
                 continue
             self.out.append(c)
 
-    def styled(self, kind: str, fn: Callable[[], None]) -> None:
+    def styled(self, kind: str, write: _Write, src: str, start: int, end: int) -> None:
+        """``write(src, start, end, self)`` as one run of style ``kind``."""
         out = self.out
         begin = len(out)
-        fn()
+        write(src, start, end, self)
         end = len(out)
         while begin < end and out[begin] == " ":
             begin += 1
@@ -254,7 +261,7 @@ def _slots(src: str, start: int, end: int, w: _Writer) -> None:
     for m in _SLOT_RE.finditer(src, start, end):
         w.copy(src, pos, m.start())
         a, b = m.span(1)
-        w.styled("placeholder", lambda a=a, b=b: w.copy(src, a, b))
+        w.styled("placeholder", _copy, src, a, b)
         pos = m.end()
     w.copy(src, pos, end)
 
@@ -271,19 +278,19 @@ def _emit(src: str, start: int, end: int, w: _Writer) -> None:
             close = _FENCE_RE.search(src, pos, end)
             stop = close.start() if close is not None else end
             w.insert(" ")
-            w.styled("code", lambda a=pos, b=stop: _slots(src, a, b, w))
+            w.styled("code", _slots, src, pos, stop)
             w.insert(" ")
             pos = close.end() if close is not None else end
         elif kind in ("code", "opencode"):  # (a span the snippet's end cut: code to the end)
             a, b = m.span(f"{kind}_text")
-            w.styled("code", lambda a=a, b=b: _slots(src, a, b, w))
+            w.styled("code", _slots, src, a, b)
         elif kind == "autolink":
             a, b = m.span("autolink_text")
-            w.styled("link", lambda a=a, b=b: w.copy(src, a, b))
+            w.styled("link", _copy, src, a, b)
         elif kind == "image":
             a, b = m.span("image_alt")
             if b > a:
-                w.styled("link", lambda a=a, b=b: w.copy(src, a, b))
+                w.styled("link", _copy, src, a, b)
             else:
                 w.insert("[image]")
         elif kind == "wiki":
@@ -296,19 +303,19 @@ def _emit(src: str, start: int, end: int, w: _Writer) -> None:
                 continue
             a, b = alias if alias[0] >= 0 else (target if target[1] > target[0] else anchor)
             if a >= 0:
-                w.styled("link", lambda a=a, b=b: _emit(src, a, b, w))
+                w.styled("link", _emit, src, a, b)
         elif kind == "link":
             a, b = m.span("link_text")
-            w.styled("link", lambda a=a, b=b: _emit(src, a, b, w))
+            w.styled("link", _emit, src, a, b)
         elif kind == "placeholder":
             a, b = m.span("placeholder_text")
-            w.styled("placeholder", lambda a=a, b=b: w.copy(src, a, b))
+            w.styled("placeholder", _copy, src, a, b)
         elif kind in ("strong", "strike"):
             a, b = m.span(f"{kind}_text")
-            w.styled(kind, lambda a=a, b=b: _emit(src, a, b, w))
+            w.styled(kind, _emit, src, a, b)
         elif kind == "emph":
             a, b = m.span("emph_text") if m.group("emph_text") else m.span("emph_text2")
-            w.styled("emph", lambda a=a, b=b: _emit(src, a, b, w))
+            w.styled("emph", _emit, src, a, b)
         elif kind == "pipe":
             if not w.table:  # a pipe in prose or a shell command: kept
                 w.copy(src, m.start(), m.end())
