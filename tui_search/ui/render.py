@@ -196,7 +196,10 @@ def obsidian_blocks(text: str) -> list[tuple[str, ...]]:
         m = _IMAGE_RE.match(line)
         if m:
             flush()
-            out.append(("image", m.group(1).strip() or m.group(2)))
+            alt = m.group(1).strip()
+            # (Obsidian reads an alt text of digits as the image's size: name the file then)
+            named = alt and not re.fullmatch(r"\d+(?:x\d+)?", alt)
+            out.append(("image", alt if named else m.group(2).rsplit("/", 1)[-1]))
             i += 1
             continue
         plain.append(line)

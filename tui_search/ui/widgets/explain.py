@@ -140,8 +140,21 @@ def factors(why: Explanation) -> list[Factor]:
     return out
 
 
-def explain_content(hit: Hit, why: Explanation | None, position: int | None) -> Content:
-    """The explain view of one hit (``why`` None: the search was not explained)."""
+def _hanging(head: Content, text: Content, width: int | None) -> Content:
+    """``head`` then ``text``, wrapped to ``width`` under the text's first line."""
+    indent = head.cell_length
+    if width is None or width - indent < 16:
+        return head + text
+    lines = text.wrap(width - indent)
+    pad = Content(" " * indent)
+    return Content("\n").join([head + lines[0], *(pad + line for line in lines[1:])])
+
+
+def explain_content(
+    hit: Hit, why: Explanation | None, position: int | None, width: int | None = None
+) -> Content:
+    """The explain view of one hit (``why`` None: the search was not explained); sentences
+    wrap under themselves at ``width``."""
     where = sanitize_terminal(f"{hit.file_path}:{hit.line_start}").replace("\n", " ")
     title = f"Why result {position + 1} ranks" if position is not None else "Why it ranks"
     head = Content.assemble((title, "bold $accent"), "  ", (where, "$text-muted"))
@@ -161,14 +174,12 @@ def explain_content(hit: Hit, why: Explanation | None, position: int | None) -> 
     rows: list[Content] = [head]
     for f in factors(why):
         shown = bar(f.bar, f.bar_style) if f.bar is not None else Content(" " * BAR_WIDTH)
-        rows.append(
-            Content.assemble(
-                (f"{f.label:<11}", "bold"),
-                shown,
-                (f" {f.figure:>5}  ", "bold" if f.bar is None else ""),
-                (f.sentence, "$text-muted"),
-            )
+        head = Content.assemble(
+            (f"{f.label:<11}", "bold"),
+            shown,
+            (f" {f.figure:>5}  ", "bold" if f.bar is None else ""),
         )
+        rows.append(_hanging(head, Content.styled(f.sentence, "$text-muted"), width))
     rows.append(
         Content.assemble(
             (f"{'relevance':<11}", "bold"),
@@ -190,7 +201,14 @@ class ExplainPanel(Static):
     """Shown under the results when the explain view is on."""
 
     def show(self, hit: Hit | None, why: Explanation | None, position: int | None) -> None:
+        self._shown = (hit, why, position)
         if hit is None:
             self.update(Content.styled("Select a result to see why it ranks.", "$text-muted"))
         else:
-            self.update(explain_content(hit, why, position))
+            self.update(explain_content(hit, why, position, self.content_region.width or None))
+
+    def on_resize(self) -> None:
+        shown = getattr(self, "_shown", None)
+        if shown is not None and shown[0] is not None:
+            hit, why, position = shown
+            self.update(explain_content(hit, why, position, self.content_region.width or None))
