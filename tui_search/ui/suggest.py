@@ -14,8 +14,8 @@ from tui_search.core.results import Vocabulary
 
 #: The operator and the partial name at the end of the query bar.
 _TAIL_RE = re.compile(
-    r'(?:^|(?<=[\s(]))[+-]?(?P<op>tag:|#|under:|path:|related:|in:|children:|like:)(?P<quote>"?)'
-    r'(?P<name>[^\s"]*)$'
+    r'(?:^|(?<=[\s(]))[+-]?(?P<op>tag:|#|under:|path:|related:|in:|children:|like:)'
+    r'(?:(?P<quote>")(?P<quoted>[^"]*)|(?P<name>[^\s"]*))$'
 )
 
 
@@ -37,15 +37,15 @@ def complete(value: str, vocabulary: Vocabulary | None) -> str | None:
     m = _TAIL_RE.search(value)
     if m is None:
         return None
-    op, quoted, typed = m.group("op"), bool(m.group("quote")), m.group("name")
+    op, quoted = m.group("op"), m.group("quote") is not None
+    typed = m.group("quoted") if quoted else m.group("name")
+    at = m.start("quoted") if quoted else m.start("name")
     folded = typed.casefold()
     for name in candidates(op, vocabulary):
         if len(name) > len(typed) and name.casefold().startswith(folded):
             if " " in name and not quoted:
                 continue  # (a suggestion only adds to the text: type the quote first)
-            if quoted:
-                return value[: m.start("name")] + name + '"'
-            return value[: m.start("name")] + name
+            return value[:at] + name + ('"' if quoted else "")
     return None
 
 
