@@ -193,9 +193,9 @@ _INLINE_RE = re.compile(
     | (?P<strike>~~(?=\S)(?P<strike_text>.+?)(?<=\S)~~)
     | (?P<emph>(?:(?<![\w*])\*(?=[^\s*])(?P<emph_text>.+?)(?<=[^\s*])\*(?![\w*]))
         |(?:(?<!\w)_(?=[^\s_])(?P<emph_text2>.+?)(?<=[^\s_])_(?!\w)))
-    | (?P<pipe>\s*\|(?:\s*:?-{3,}:?\s*\||[\s|])*)
-    | (?P<heading>(?:^|(?<=\s))\#{1,6}\s+)
-    | (?P<quote>(?:^|(?<=[\s…]))(?:>\s?)?\[![\w-]+\][+-]?\s?|(?:^|(?<=[.:!?]\s))>\s|(?<=\s)>\s(?=[A-Z\[*_`]))
+    | (?P<pipe>\|(?:\s*:?-{3,}:?\s*\||[\s|])*)
+    | (?P<heading>(?<![^\s])\#{1,6}\s+)
+    | (?P<quote>(?<![^\s…])(?:>\s?)?\[![\w-]+\][+-]?\s?|(?:^|(?<=[.:!?]\s))>\s|(?<=\s)>\s(?=[A-Z\[*_`]))
     | (?P<escape>\\(?P<escaped>[\\`*_{}\[\]()#+\-.!|~<>]))
     """,
     re.VERBOSE,
@@ -207,7 +207,12 @@ _SLOT_RE = re.compile(r"\{\{([^{}]+?)(?:\}\}|(?=…?$))")
 _FENCE_RE = re.compile(r"(?:```|~~~)[\w+#.-]*")
 #: A snippet whose pipes are a table's: a separator row, two rows run together (``| |``), a
 #: row at the start, or three cell borders; otherwise a pipe is text (a shell pipeline).
-_TABLE_RE = re.compile(r"\|\s*:?-{3,}|\|\s+\||^\s*\||(?:\s\|\s.*){3}")
+_TABLE_RE = re.compile(r"\|\s*:?-{3,}|\|\s+\||^\s*\|")
+#: Where markup can start: the expression above is tried only at these characters.
+_CANDIDATE_RE = re.compile(r"[`~!\[{*_|\\<>#]")
+#: Whitespace that is not a plain space, or a run of it (copied one character at a time).
+_ODD_SPACE_RE = re.compile(r"[^\S ]|  ")
+_SPACE_RUN_RE = re.compile(r"\s+")
 _IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".bmp", ".avif")
 
 
@@ -216,43 +221,81 @@ def _copy(src: str, start: int, end: int, w: _Writer) -> None:
 
 
 class _Writer:
-    """Builds the rendered text, remembering where each source character went."""
+    """Builds the rendered text in pieces, remembering where each copied run of source
+    characters went (``segments``: source start, output start, length; in source order)."""
 
-    def __init__(self, size: int) -> None:
+    def __init__(self) -> None:
         self.out: list[str] = []
-        self.where = [-1] * size
+        self.size = 0
+        self.last = " "  # the last character written (a space at the start: none leads)
+        self.segments: list[tuple[int, int, int]] = []
         self.styles: list[tuple[int, int, str]] = []
         self.table = False  # the snippet's pipes are a table's
 
+    def _take(self, src: str, start: int, end: int) -> None:
+        self.segments.append((start, self.size, end - start))
+        self.out.append(src[start:end])
+        self.size += end - start
+        self.last = src[end - 1]
+
     def copy(self, src: str, start: int, end: int) -> None:
-        out, where = self.out, self.where
-        for i in range(start, end):
-            c = src[i]
-            if c.isspace():
-                if not out or out[-1] == " ":
-                    continue  # whitespace runs (and leading space) read as one space
-                c = " "
-            where[i] = len(out)
-            out.append(c)
+        if start >= end:
+            return
+        if src[start] == " " and self.last == " ":
+            start += 1  # (a space after a space, or leading: one is enough)
+            if start >= end:
+                return
+        if not _ODD_SPACE_RE.search(src, start, end):
+            self._take(src, start, end)  # the usual case: every character kept
+            return
+        pos = start
+        for m in _SPACE_RUN_RE.finditer(src, start, end):  # a run reads as one space
+            a, b = m.span()
+            if a > pos:
+                self._take(src, pos, a)
+            if self.last != " ":
+                self.segments.append((a, self.size, 1))
+                self.out.append(" ")
+                self.size += 1
+                self.last = " "
+            pos = b
+        if pos < end:
+            self._take(src, pos, end)
 
     def insert(self, text: str) -> None:
-        for c in text:
-            if c == " " and (not self.out or self.out[-1] == " "):
-                continue
-            self.out.append(c)
+        if text[:1] == " " and self.last == " ":
+            text = text[1:]
+        if text:
+            self.out.append(text)
+            self.size += len(text)
+            self.last = text[-1]
 
     def styled(self, kind: str, write: _Write, src: str, start: int, end: int) -> None:
-        """``write(src, start, end, self)`` as one run of style ``kind``."""
-        out = self.out
-        begin = len(out)
+        """``write(src, start, end, self)`` as one run of style ``kind`` (its edge spaces
+        left out)."""
+        begin = self.size
         write(src, start, end, self)
-        end = len(out)
-        while begin < end and out[begin] == " ":
-            begin += 1
-        while end > begin and out[end - 1] == " ":
-            end -= 1
-        if end > begin:
-            self.styles.append((begin, end, kind))
+        stop = self.size
+        if stop > begin:
+            written = "".join(self.out)[begin:stop]
+            stripped = written.strip(" ")
+            if stripped:
+                lead = len(written) - len(written.lstrip(" "))
+                self.styles.append((begin + lead, begin + lead + len(stripped), kind))
+
+    def where(self, start: int, end: int) -> tuple[int, int] | None:
+        """The output span of the source characters ``start``..``end`` that were kept."""
+        first = last = -1
+        for src_at, out_at, n in self.segments:
+            if src_at >= end:
+                break
+            if src_at + n <= start:
+                continue
+            a, b = max(start, src_at), min(end, src_at + n)
+            if first < 0:
+                first = out_at + a - src_at
+            last = out_at + b - src_at
+        return (first, last) if first >= 0 else None
 
 
 def _slots(src: str, start: int, end: int, w: _Writer) -> None:
@@ -268,10 +311,14 @@ def _slots(src: str, start: int, end: int, w: _Writer) -> None:
 
 def _emit(src: str, start: int, end: int, w: _Writer) -> None:
     """Write ``src[start:end]`` with its inline markup read (recursively inside emphasis)."""
-    pos = start
-    while (m := _INLINE_RE.search(src, pos, end)) is not None:
+    pos = scan = start
+    while (candidate := _CANDIDATE_RE.search(src, scan, end)) is not None:
+        m = _INLINE_RE.match(src, candidate.start(), end)
+        if m is None or m.end() == m.start():
+            scan = candidate.start() + 1  # a markup character that starts nothing: text
+            continue
         w.copy(src, pos, m.start())
-        pos = m.end()
+        pos = scan = m.end()
         kind = m.lastgroup
         if kind == "fence":
             # the text up to the closing fence (or the snippet's end) is code, as written
@@ -280,7 +327,7 @@ def _emit(src: str, start: int, end: int, w: _Writer) -> None:
             w.insert(" ")
             w.styled("code", _slots, src, pos, stop)
             w.insert(" ")
-            pos = close.end() if close is not None else end
+            pos = scan = close.end() if close is not None else end
         elif kind in ("code", "opencode"):  # (a span the snippet's end cut: code to the end)
             a, b = m.span(f"{kind}_text")
             w.styled("code", _slots, src, a, b)
@@ -331,6 +378,7 @@ def _emit(src: str, start: int, end: int, w: _Writer) -> None:
     w.copy(src, pos, end)
 
 
+@lru_cache(maxsize=4096)  # (a list made again, for another view or width, reads them again)
 def render_snippet(snippet: Snippet) -> RenderedSnippet:
     """``snippet`` as a reader sees it: emphasis, code and links as styled text (a link is its
     text), code fences, table pipes, heading and quote marks dropped, template slots
@@ -340,21 +388,19 @@ def render_snippet(snippet: Snippet) -> RenderedSnippet:
     src = sanitize_terminal_in_place(snippet.text)
     if not src:
         return RenderedSnippet("")
-    w = _Writer(len(src))
-    w.table = _TABLE_RE.search(src) is not None
+    w = _Writer()
+    w.table = _TABLE_RE.search(src) is not None or src.count(" | ") >= 3
     _emit(src, 0, len(src), w)
-    while w.out and w.out[-1] == " ":
-        w.out.pop()
-    size = len(w.out)
-    where = w.where
+    text = "".join(w.out).rstrip(" ")
+    size = len(text)
     matches: list[tuple[int, int]] = []
     for s, e in snippet.spans:
-        kept = [where[i] for i in range(max(0, s), min(e, len(src))) if 0 <= where[i] < size]
-        if kept:
-            span = (kept[0], kept[-1] + 1)
+        span = w.where(max(0, s), min(e, len(src)))
+        if span is not None and span[0] < size:
+            span = (span[0], min(span[1], size))
             if not matches or span[0] >= matches[-1][1]:
                 matches.append(span)
     styles = tuple(
         (s, min(e, size), k) for s, e, k in sorted(w.styles) if s < size and min(e, size) > s
     )
-    return RenderedSnippet("".join(w.out), styles, tuple(matches))
+    return RenderedSnippet(text, styles, tuple(matches))
