@@ -160,9 +160,9 @@ def obsidian_blocks(text: str) -> list[tuple[str, ...]]:
     i = 0
 
     def flush() -> None:
-        if plain:
+        if any(line.strip() for line in plain):
             out.append(("md", "\n".join(plain)))
-            plain.clear()
+        plain.clear()
 
     while i < len(lines):
         line = lines[i]
