@@ -1,6 +1,6 @@
 """The app as the user waits for it.
 
-``--workspace DIR --index-dir DIR`` (issue 13): on a real, up-to-date index with the shipped
+``--workspace DIR --index-dir DIR``: on a real, up-to-date index with the shipped
 model, types each query into the query bar under Pilot and times **from the debounce timer
 firing to the results painted** (the first screen update after the results are applied: the
 search worker, the page of 50 with snippets, the results list and the repaint), p50/p95, flat
@@ -272,7 +272,7 @@ def compare(args: argparse.Namespace) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keys", type=int, default=20)
-    parser.add_argument("--workspace", type=Path, help="a real workspace (issue 13 mode)")
+    parser.add_argument("--workspace", type=Path, help="a real workspace (times search to paint)")
     parser.add_argument("--index-dir", type=Path)
     parser.add_argument("--queries", type=int, default=40)
     parser.add_argument("--compare", type=Path, help="another checkout to compare with")

@@ -11,7 +11,7 @@ embedded and written for real), this
    flat and grouped, snippets included) and filter queries, p50/p95, and that process's peak
    RSS (the memory of searching).
 
-Usage (the issue 13 table: 12k, 69k and ~280k chunks):
+Usage (the growth table in docs/results.md: 12k, 69k and ~280k chunks):
     python benchmarks/bench_growth.py --corpus /tmp/corpora/rust-rfcs --copies 1
     python benchmarks/bench_growth.py --corpus /tmp/corpora/powershell --copies 1
     python benchmarks/bench_growth.py --corpus /tmp/corpora/powershell --copies 4

@@ -1,4 +1,4 @@
-"""Indexing and query benchmarks for the search core (issue: search core).
+"""Indexing and query benchmarks for the search core.
 
 Prints, for one corpus:
 - cold index throughput (chunks/s) end to end, beside a bare Whoosh writer plus a bare model2vec
@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 from tui_search.config import Settings  # noqa: E402
 from tui_search.core.chunking import parse_document  # noqa: E402
 from tui_search.core.engine import SearchEngine  # noqa: E402
-from tui_search.core.keyword.index import document_fields, make_schema  # noqa: E402
+from tui_search.core.keyword.schema import document_fields, make_schema  # noqa: E402
 
 CORPORA = {
     "powershell": "powershell-docs.tar.gz",

@@ -6,7 +6,7 @@ Indexes ``--workspace`` cold, in this process, into ``--index-dir`` (removed fir
 - the peak during the batch, sampled 5 times a second: summed over the process tree, ours
   alone, and the Whoosh writer processes' (the children) summed.
 
-Usage (the issue 13 rows; build the 275k workspace with ``bench_growth.py --copies 4 --keep``):
+Usage (build the 275k workspace with ``bench_growth.py --copies 4 --keep``):
     python benchmarks/bench_index_memory.py --workspace /tmp/g/powershell-x4/workspace \
         --index-dir /tmp/g/mem-index
 """
@@ -28,7 +28,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import pss_kb, tree  # noqa: E402
 
 from tui_search.config import Settings  # noqa: E402
-from tui_search.core import indexer as indexer_module  # noqa: E402
 from tui_search.core.engine import SearchEngine  # noqa: E402
 
 
@@ -61,30 +60,29 @@ def main() -> int:
             time.sleep(0.2)
 
     threading.Thread(target=sample, daemon=True).start()
-    write = indexer_module.Indexer._write
     start = time.perf_counter()
     print("batch  chunks   seconds  ours after  peak tree / ours / children (MB)")
     batch = 0
+    engine = SearchEngine(Settings(workspace=args.workspace, index_dir=args.index_dir))
 
-    def measured(self: Any, *a: Any, **kw: Any) -> Any:
+    def progress(p: Any) -> None:
+        """Called by the indexer; a finished write stage ends a batch."""
         nonlocal batch
-        result = write(self, *a, **kw)
+        if p.stage != "write" or p.done < p.total:
+            return
         gc.collect()
         batch += 1
         with lock:
             figures = dict(peak)
             peak.update(tree=0, self=0, children=0)
         print(
-            f"{batch:5d}  {len(self.vectors):7d}  {time.perf_counter() - start:8.1f}  "
+            f"{batch:5d}  {engine.stats().chunks:7d}  {time.perf_counter() - start:8.1f}  "
             f"{mb(me):10d}  {figures['tree']} / {figures['self']} / {figures['children']}",
             flush=True,
         )
-        return result
 
-    indexer_module.Indexer._write = measured  # type: ignore[method-assign]
-    engine = SearchEngine(Settings(workspace=args.workspace, index_dir=args.index_dir))
     try:
-        report = engine.sync()
+        report = engine.sync(progress)
     finally:
         engine.close()
     with lock:

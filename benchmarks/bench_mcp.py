@@ -2,8 +2,8 @@
 
 Starts ``tui-search mcp`` as a subprocess (exactly as an MCP client does) on a corpus and times
 ``search`` and ``read`` round trips through the SDK's stdio client. In the same run, it times
-the in-process ``engine.search`` for the same queries (the reference: the issue's target is
-within 10 ms of it) and the tool's work without a transport (``AgentService.search``), so the
+the in-process ``engine.search`` for the same queries (the reference: the tool
+should stay within 10 ms of it) and the tool's work without a transport (``AgentService.search``), so the
 difference splits into shaping and transport. Then it measures bytes per call for 10 hits at
 each detail level (text content, structuredContent, whole result).
 
@@ -144,9 +144,12 @@ def main() -> int:
         f"corpus {args.corpus}: {report.documents} documents, {report.chunks} sections "
         f"(sync {time.perf_counter() - t:.1f}s)"
     )
-    from tui_search.mcp.server import AgentService, SearchRequest
+    from tui_search.mcp.live import LiveIndex
+    from tui_search.mcp.service import AgentService
 
-    service = AgentService(engine)
+    live = LiveIndex(lambda: engine, watch=False)
+    live.run_inline()
+    service = AgentService(live)
     for q in QUERIES:  # warm-up
         engine.search(q, limit=10, snippet_chars=300)
     in_process: list[float] = []
@@ -157,11 +160,7 @@ def main() -> int:
             engine.search(q, limit=10, snippet_chars=300)
             in_process.append((time.perf_counter() - t) * 1000)
             t = time.perf_counter()
-            service.search(
-                SearchRequest(q, [], "hybrid", [], None, None, 10, None),
-                detail="snippets",
-                group=False,
-            )
+            service.search({"query": q}, detail="snippets", limit=10, cursor=None)
             shaped.append((time.perf_counter() - t) * 1000)
     ids = [engine.search(q, limit=1).hits[0].section_id for q in QUERIES]
     reads: list[float] = []

@@ -1,4 +1,4 @@
-"""Index a pathological workspace: time and peak RSS of the whole process tree (issue 14).
+"""Index a pathological workspace: time and peak RSS of the whole process tree.
 
 Generates 35 odd files (one with 100,000 headings, a 15 MB file, 10,000-level nested lists,
 a 5 MB single line, 20,000 identical headings, HTML-laden headings, a 25 MB file over the size

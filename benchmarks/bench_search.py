@@ -94,10 +94,7 @@ def filter_queries(engine: SearchEngine, natural: list[str], n: int) -> list[str
 
 
 def rank_call(engine: SearchEngine, q: str, mode: str = "hybrid") -> None:
-    if hasattr(engine, "plan"):  # before issue 13
-        engine.rank(engine.plan(q), mode)
-    else:
-        engine.rank(q, mode=mode)
+    engine.rank(q, mode=mode)
 
 
 def changed_settings(settings: Settings, assignments: str) -> Settings:

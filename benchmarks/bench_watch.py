@@ -232,9 +232,10 @@ def main() -> int:
     # -- 3. the app's case: the watcher thread in the searching process ------------------------
     in_missing: list[int] = []
     if args.inprocess_burst:
-        from tui_search.core.watcher import BatchReport, WorkspaceWatcher
+        from tui_search.core.results import IndexReport
+        from tui_search.core.watcher import WorkspaceWatcher
 
-        reports: list[BatchReport] = []
+        reports: list[IndexReport] = []
         w = WorkspaceWatcher(reader, debounce_ms=250, on_batch=reports.append)
         w.start(reconcile=True)
         while w.state != "watching":

@@ -121,7 +121,7 @@ class GatedEmbedder:
 
     def encode(self, texts: list[str]) -> np.ndarray:
         if self.passes is None or not self.passes(texts):
-            self.gate.wait(30)
+            self.gate.wait(300)
         return self.inner.encode(texts)
 
 

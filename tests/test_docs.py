@@ -62,3 +62,13 @@ def test_the_page_documents_only_real_settings_once() -> None:
     unknown = sorted(set(names) - set(setting_names(Settings())))
     assert not unknown, f"docs/configuration.md lists settings the code lacks: {unknown}"
     assert len(names) == len(set(names)), "a setting is listed twice"
+
+
+def test_the_readme_is_short_and_its_test_command_is_one_line() -> None:
+    """``.ci/run`` runs the line after the marker's ```bash fence; the README stays a page a
+    user reads, not a notebook."""
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 250, f"README.md has {len(lines)} lines"
+    at = lines.index("<!-- ci:test-command -->")
+    assert lines[at + 1] == "```bash" and lines[at + 3] == "```", lines[at : at + 4]
+    assert "pytest" in lines[at + 2] and "ruff check" in lines[at + 2]

@@ -15,9 +15,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from tui_search.core.errors import TuiSearchError
+from tui_search.core.plan import DEFAULT_MODE, EVAL_MODES, MODES
+from tui_search.core.textsafe import one_line
 
 if TYPE_CHECKING:  # settings load when a command runs: ``--help`` stays quick
     from tui_search.config import Settings
+    from tui_search.core.engine import SearchEngine
+    from tui_search.core.results import Hit, IndexReport, Progress
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -74,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_search = sub.add_parser("search", help="search the workspace")
     _add_common(p_search)
     p_search.add_argument("query", help="the query (see README: query language)")
-    p_search.add_argument("--mode", choices=["hybrid", "keyword", "semantic"], default="hybrid")
+    p_search.add_argument("--mode", choices=MODES, default=DEFAULT_MODE)
     p_search.add_argument("--limit", type=int, default=10)
     p_search.add_argument("--group", action="store_true", help="group results by document")
     p_search.add_argument("--explain", action="store_true", help="show how each score was made")
@@ -107,12 +111,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p_eval.add_argument("--index-dir", type=Path, default=argparse.SUPPRESS)
     p_eval.add_argument("--model", default=argparse.SUPPRESS)
-    p_eval.add_argument("--modes", default="keyword,semantic,hybrid")
+    p_eval.add_argument("--modes", default=",".join(EVAL_MODES))
     p_eval.add_argument("--split", choices=["test", "train"], default="test")
     p_eval.add_argument("--json", action="store_true")
 
-    p_mcp = sub.add_parser("mcp", help="serve the index to agents (MCP over stdio)")
+    p_mcp = sub.add_parser(
+        "mcp", help="serve the index to agents (MCP over stdio, or HTTP on 127.0.0.1)"
+    )
     _add_common(p_mcp)
+    p_mcp.add_argument(
+        "--http",
+        action="store_true",
+        help="serve Streamable HTTP on 127.0.0.1 (one warm server for many agent sessions)",
+    )
+    p_mcp.add_argument("--port", type=int, default=None, help="HTTP port (default 8765)")
 
     p_graph = sub.add_parser("graph", help="the link graph")
     _add_common(p_graph)
@@ -134,7 +146,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
 
 
 def _err(message: str) -> None:
-    print(f"tui-search: error: {message}", file=sys.stderr)
+    print(f"tui-search: error: {one_line(message)}", file=sys.stderr)
 
 
 class ProgressPrinter:
@@ -144,7 +156,7 @@ class ProgressPrinter:
         self.enabled = enabled
         self._last = 0.0
 
-    def __call__(self, p: Any) -> None:
+    def __call__(self, p: Progress) -> None:
         if not self.enabled:
             return
         now = time.monotonic()
@@ -160,11 +172,11 @@ class ProgressPrinter:
                 f"\r\x1b[2K{p.stage:<6} [{'#' * filled}{'.' * (width - filled)}] {p.done}/{p.total}"
             )
         else:
-            sys.stderr.write(f"\r\x1b[2K{p.stage}: {p.message}")
+            sys.stderr.write(f"\r\x1b[2K{p.stage}: {one_line(p.message)}")
         sys.stderr.flush()
 
 
-def open_engine(settings: Settings) -> Any:
+def open_engine(settings: Settings) -> SearchEngine:
     from tui_search.core.engine import SearchEngine
 
     return SearchEngine(settings)
@@ -174,8 +186,8 @@ def cmd_index(args: argparse.Namespace) -> int:
     settings = settings_from(args)
     engine = open_engine(settings)
     try:
-        report = engine.sync(
-            ProgressPrinter(sys.stderr.isatty() and not args.json), rebuild=args.rebuild
+        report = _sync_waiting(
+            engine, ProgressPrinter(sys.stderr.isatty() and not args.json), args.rebuild
         )
         rerank = (
             _fill_rerank(engine, ProgressPrinter(sys.stderr.isatty() and not args.json))
@@ -190,18 +202,18 @@ def cmd_index(args: argparse.Namespace) -> int:
         else:
             print(
                 f"indexed {report.documents} documents, {report.chunks} chunks "
-                f"({report.embedded} embedded, {report.removed} removed) in {report.took_ms / 1000:.2f}s"
+                f"({report.embedded} embedded, {len(report.removed)} removed) in {report.took_ms / 1000:.2f}s"
             )
             for note in report.repaired:
-                print(f"repaired: {note}")
+                print(f"repaired: {one_line(note)}")
             for s in report.skipped:
-                print(f"skipped {s.path}: {s.reason}")
+                print(f"skipped {one_line(s.path)}: {one_line(s.reason)}")
             if rerank is not None:
                 print(
                     f"re-ranker: {rerank['made']} section vectors made, "
                     f"{rerank['ready']}/{rerank['sections']} ready in {rerank['took_s']:.1f}s"
                 )
-            print(f"index: {engine.index_dir}")
+            print(f"index: {one_line(str(engine.index_dir))}")
         if args.watch:
             from tui_search.core.watcher import run_headless_watch
 
@@ -211,9 +223,24 @@ def cmd_index(args: argparse.Namespace) -> int:
     return 0
 
 
-def _fill_rerank(engine: Any, progress: ProgressPrinter) -> dict[str, Any]:
+def _sync_waiting(engine: SearchEngine, progress: ProgressPrinter, rebuild: bool) -> IndexReport:
+    """``engine.sync``; while another process is writing, a note says so and the sync waits
+    for it (``index`` and ``index --watch`` do not give up at start)."""
+    from tui_search.core.errors import IndexBusyError, IndexReadOnlyError
+
+    try:
+        return engine.sync(progress, rebuild=rebuild, lock_timeout=1.0)
+    except IndexReadOnlyError:
+        raise
+    except IndexBusyError:
+        note = "another tui-search process is updating this index; waiting for it"
+        print(f"tui-search: note: {note}", file=sys.stderr, flush=True)
+    return engine.sync(progress, rebuild=rebuild, lock_timeout=float("inf"))
+
+
+def _fill_rerank(engine: SearchEngine, progress: ProgressPrinter) -> dict[str, Any]:
     """Make every missing re-ranker vector now (``index --rerank``)."""
-    from tui_search.core.indexer import Progress
+    from tui_search.core.results import Progress
 
     started = time.perf_counter()
     ready, total = engine.rerank_progress() or (0, 0)
@@ -264,7 +291,7 @@ def _bold(text: str, tty: bool) -> str:
     return f"\x1b[1m{text}\x1b[0m" if tty else text
 
 
-def open_synced(args: argparse.Namespace) -> Any:
+def open_synced(args: argparse.Namespace) -> SearchEngine:
     """An engine whose index is brought up to date first, unless another process is writing
     (then the index is used as it is, and a note says so)."""
     engine = open_engine(settings_from(args))
@@ -274,15 +301,13 @@ def open_synced(args: argparse.Namespace) -> Any:
         engine.close()
         raise
     for note in report.repaired if report is not None else engine.indexer.repaired:
-        print(f"tui-search: note: repaired: {note}", file=sys.stderr)
+        print(f"tui-search: note: repaired: {one_line(note)}", file=sys.stderr)
     if busy:
-        print(f"tui-search: note: {busy}; using the index as it is", file=sys.stderr)
+        print(f"tui-search: note: {one_line(busy)}; using the index as it is", file=sys.stderr)
     return engine
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    from tui_search.core.textsafe import sanitize_terminal
-
     engine = open_synced(args)
     try:
         results = engine.search(
@@ -295,7 +320,7 @@ def cmd_search(args: argparse.Namespace) -> int:
             snippet_chars=args.snippet_chars,
         )
         for w in results.warnings:
-            print(f"tui-search: warning: {w}", file=sys.stderr)
+            print(f"tui-search: warning: {one_line(w)}", file=sys.stderr)
         if args.json:
             print(json.dumps(results.to_json(), ensure_ascii=False))
             return 0
@@ -305,10 +330,11 @@ def cmd_search(args: argparse.Namespace) -> int:
             f"({results.mode}{', re-ranked' if results.reranked else ''}, {results.took_ms:.0f} ms)"
         )
 
-        def show(h: Any, indent: str = "") -> None:
+        def show(h: Hit, indent: str = "") -> None:
             crumbs = " > ".join(h.heading_path) or h.title
             print(
-                f"{indent}{_bold(sanitize_terminal(h.file_path), tty)}:{h.line_start}  {sanitize_terminal(crumbs)}  [{h.relevance_score:.3f}]"
+                f"{indent}{_bold(one_line(h.file_path), tty)}:{h.line_start}  "
+                f"{one_line(crumbs)}  [{h.relevance_score:.3f}]"
             )
             print(f"{indent}    {snippet_text(h.snippet, tty)}")
             if args.explain:
@@ -317,7 +343,8 @@ def cmd_search(args: argparse.Namespace) -> int:
         if results.documents is not None:
             for d in results.documents:
                 print(
-                    f"{_bold(sanitize_terminal(d.title), tty)} ({sanitize_terminal(d.file_path)}) best {d.best_score:.3f}, {d.match_count} matches"
+                    f"{_bold(one_line(d.title), tty)} ({one_line(d.file_path)}) "
+                    f"best {d.best_score:.3f}, {d.match_count} matches"
                 )
                 for h in d.passages:
                     show(h, "  ")
@@ -362,9 +389,10 @@ def cmd_graph(args: argparse.Namespace) -> int:
             print(json.dumps({"communities": [c.to_json() for c in communities]}))
         else:
             for i, c in enumerate(communities, 1):
-                print(f"community {i} ({len(c.documents)} documents): {', '.join(c.label_terms)}")
+                terms = one_line(", ".join(c.label_terms))
+                print(f"community {i} ({len(c.documents)} documents): {terms}")
                 for d in c.documents:
-                    print(f"    {d}")
+                    print(f"    {one_line(d)}")
         return 0
     finally:
         engine.close()
@@ -376,7 +404,17 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     except ImportError as exc:
         _err(f"the MCP server needs the mcp extra: pip install 'tui-search[mcp]' ({exc})")
         return EXIT_ERROR
-    return serve(settings_from(args))
+    if args.port is not None and not args.http:
+        _err("--port goes with --http")
+        return EXIT_ERROR
+    if args.port is not None and not 1 <= args.port <= 65535:
+        _err(f"--port {args.port} is not a TCP port (1-65535)")
+        return EXIT_ERROR
+    settings = settings_from(args)
+    if not settings.workspace.is_dir():
+        _err(f"workspace {settings.workspace} is not a folder")
+        return EXIT_ERROR
+    return serve(settings, http=args.http, port=args.port)
 
 
 def cmd_app(args: argparse.Namespace) -> int:

@@ -47,11 +47,11 @@ def ws(tmp_path: Path) -> Path:
 def test_cold_then_nothing_changed(ws: Path, tmp_path: Path, fake_embedder) -> None:  # type: ignore[no-untyped-def]
     e = engine_for(ws, tmp_path / "idx", fake_embedder)
     r1 = e.sync()
-    assert (r1.documents, r1.chunks, r1.embedded, r1.removed) == (2, 5, 5, 0)
+    assert (r1.documents, r1.chunks, r1.embedded, len(r1.removed)) == (2, 5, 5, 0)
     assert e.indexer.lexical.doc_count() == 5
     assert len(e.indexer.vectors) == 5
     r2 = e.sync()
-    assert (r2.documents, r2.chunks, r2.embedded, r2.removed) == (2, 5, 0, 0)
+    assert (r2.documents, r2.chunks, r2.embedded, len(r2.removed)) == (2, 5, 0, 0)
     # touching without changing content re-reads but embeds nothing
     os.utime(ws / "notes.md", ns=(1, 1))
     assert e.sync().embedded == 0
@@ -66,7 +66,7 @@ def test_one_section_edit_embeds_one_chunk(ws: Path, tmp_path: Path, fake_embedd
         THREE_SECTIONS.replace("bananas and kiwis", "bananas, kiwis and mangoes")
     )
     r = e.sync()
-    assert r.embedded == 1 and r.changed_files == ["notes.md"]
+    assert r.embedded == 1 and r.changed == ("notes.md",)
     assert {c.section_id for c in e.sections("notes.md")} == ids_before
     hits = e.search("mangoes", mode="keyword").hits
     assert [h.section_id for h in hits] == ["notes:second"]
@@ -89,7 +89,7 @@ def test_removed_section_and_file_leave_both_indexes(
     assert e.search("cherries", mode="keyword").total_results == 0
     (ws / "sub" / "other.md").unlink()
     r = e.sync()
-    assert r.removed == 1 and r.documents == 1 and r.chunks == 3
+    assert len(r.removed) == 1 and r.documents == 1 and r.chunks == 3
     assert e.search("zebra", mode="keyword").total_results == 0
     assert all(h.file_path == "notes.md" for h in e.search("zebra", mode="semantic").hits)
     assert e.indexer.lexical.doc_count() == 3 and len(e.indexer.vectors) == 3
@@ -101,7 +101,7 @@ def test_rename_reuses_vectors(ws: Path, tmp_path: Path, fake_embedder) -> None:
     e.sync()
     shutil.move(ws / "sub", ws / "moved")
     r = e.sync()
-    assert r.embedded == 0 and r.removed == 1
+    assert r.embedded == 0 and len(r.removed) == 1
     assert [h.file_path for h in e.search("zebra", mode="keyword").hits] == ["moved/other.md"]
     e.close()
 

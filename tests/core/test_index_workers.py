@@ -19,6 +19,7 @@ from tui_search.config import Settings
 from tui_search.core import parse_jobs, processes
 from tui_search.core.engine import SearchEngine
 from tui_search.core.keyword import index as lexical
+from tui_search.core.keyword.compile import LexicalParams, plain_query
 from tui_search.core.parse_jobs import ParseJob, ParseOutcome, run_jobs, run_task, tasks_of
 from tui_search.core.processes import WorkerPool
 from tui_search.core.workspace import FileInfo, Workspace
@@ -174,7 +175,7 @@ def test_a_script_without_a_main_guard_can_parse_in_workers(tmp_path: Path) -> N
         )
     )
     done = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=False
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=300, check=False
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["top level ran", "parsed True"], done.stderr
@@ -217,7 +218,7 @@ def test_postings_decoded_by_workers_are_those_decoded_here(
     assert again.store_postings() == len(by_workers) // 4  # four files a table
     assert {f.name: f.read_bytes() for f in tables.glob("*postings-*")} == by_workers
     # and searches read them: the same scores as Whoosh's own searcher
-    query = lexical.plain_query("restore getUserById", lexical.LexicalParams())
+    query = plain_query("restore getUserById", LexicalParams())
     assert query is not None
     ours = {k: round(v, 9) for k, v in again.search(query, None)}
     theirs = {
@@ -266,7 +267,7 @@ def test_workers_start_under_textuals_print_capture(tmp_path: Path) -> None:
         [sys.executable, str(script)],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=300,
         check=False,
         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
     )

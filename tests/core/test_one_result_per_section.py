@@ -1,6 +1,5 @@
-"""Each section is one result, at its best chunk (issue 10, session 19): a long section is cut
-into several chunks, and before this a query about it listed the section once per chunk
-(anthropic-docs: 31% of the first ten rows repeated a section shown above them). Real
+"""Each section is one result, at its best chunk: a long section is cut into several
+chunks, and a query about it lists the section once, not once per chunk. Real
 Whoosh index and files on disk; the embedder is the suite's fake (the test is about rows)."""
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ from tests.conftest import write_files
 from tui_search.config import Settings
 from tui_search.core.chunking import section_of
 from tui_search.core.engine import SearchEngine
-from tui_search.core.keyword.index import analyze
+from tui_search.core.keyword.analysis import analyze
 from tui_search.core.results import SearchResults
 from tui_search.core.store import ChunkRecord
 

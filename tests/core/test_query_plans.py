@@ -16,9 +16,9 @@ from tests.conftest import SAMPLE_WORKSPACE, FakeEmbedder
 from tui_search.config import Settings
 from tui_search.core.engine import SearchEngine
 from tui_search.core.errors import QueryError
+from tui_search.core.keyword.compile import compile_tree
 from tui_search.core.plan import Phrase, QueryPlan, Seq, plan_plain
 from tui_search.core.query import compile_query
-from tui_search.core.ranking.retriever import compile_tree
 
 
 @pytest.fixture(scope="module")
@@ -29,8 +29,10 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SearchEngine]:
         mp.setenv("TUI_SEARCH_CONFIG_DIR", str(base / "config"))
         ws = base / "ws"
         shutil.copytree(SAMPLE_WORKSPACE, ws, symlinks=True)
+        # (no re-ranker: these tests are about plans, and a property test runs 150 of them)
         eng = SearchEngine(
-            Settings(workspace=ws, index_dir=base / "index"), embedder=FakeEmbedder()
+            Settings(workspace=ws, index_dir=base / "index", rerank_depth=0),
+            embedder=FakeEmbedder(),
         )
         eng.sync()
         yield eng
@@ -55,7 +57,7 @@ NATURAL = [
     "Results: mice in vitro; note: related work by foo:bar and C# code",
     "How does getUserById handle lumen.storage.s3 keys in snake_case_names?",
     "glucose restriction to 0.05% reduces RLS (replicative life span) by 20-40%",
-    "issue #42 and 10% of cases -- or more",
+    "issue #7 and 10% of cases -- or more",
 ]
 
 
@@ -209,7 +211,7 @@ def test_only_excluded_words_compile_to_the_plain_plan_with_a_warning() -> None:
     assert plan.plain_text == "-Message" and plan.tree is None
 
 
-# -- hostile queries (issue 14): results or one clear QueryError, never a crash ---------------
+# -- hostile queries: results or one clear QueryError, never a crash ---------------
 _CHAIN_WORDS = ["setup", "backup", "guides", "install", "a", "(setup", "backup)", '"x y"']
 
 
@@ -271,3 +273,23 @@ def test_deep_nesting_is_a_clear_fallback(engine: SearchEngine, depth: int) -> N
         engine.rank(plan, "hybrid")
         if depth > 65:  # the first NOT of a chain is not nested
             assert any("nested more than 64" in w for w in plan.warnings)
+
+
+def test_the_plan_lists_the_operators_it_applied() -> None:
+    """Parsed once: the plan carries the operators as written, for showing with the results;
+    a literal search (plain text, a syntax error, too many terms) applied none."""
+    assert compile_query("NOT tag:draft").operators == ("-#draft",)
+    assert compile_query("backup -draft mode:keyword under:guides").operators == (
+        "mode:keyword",
+        "under:guides",
+        "-draft",
+    )
+    assert compile_query('path:docs/*.md NOT "foo bar"').operators == (
+        "path:docs/*.md",
+        '-"foo bar"',
+    )
+    assert compile_query("like:notes/a.md -draft").operators == ("like:notes/a.md", "-draft")
+    for literal in ("postgres backup", "-Message", "a AND", "tag:", "mode:bogus x"):
+        assert compile_query(literal).operators == (), literal
+    long = " ".join(f"w{i}" for i in range(300)) + " -y"
+    assert compile_query(long).warnings and compile_query(long).operators == ()

@@ -8,7 +8,6 @@ from hypothesis import strategies as st
 
 from tui_search.core.chunking import parse_document
 from tui_search.core.errors import QueryError
-from tui_search.core.indexer import chunk_record
 from tui_search.core.reading import (
     CursorError,
     decode_cursor,
@@ -17,6 +16,7 @@ from tui_search.core.reading import (
     read_with_budget,
     sections_of,
 )
+from tui_search.core.write_batch import chunk_record
 
 DOC = """# Guide
 

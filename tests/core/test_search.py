@@ -9,7 +9,7 @@ import pytest
 from tui_search.config import Settings
 from tui_search.core.engine import SearchEngine
 from tui_search.core.errors import QueryError
-from tui_search.core.keyword.index import analyze, identifiers_in, is_identifier
+from tui_search.core.keyword.analysis import analyze, identifiers_in, is_identifier
 from tui_search.core.snippets import make_snippet
 
 

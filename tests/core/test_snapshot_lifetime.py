@@ -13,7 +13,8 @@ import numpy as np
 from tests.conftest import SAMPLE_WORKSPACE, FakeEmbedder
 from tui_search.config import Settings
 from tui_search.core.engine import SearchEngine
-from tui_search.core.keyword.index import HEADING_FIELDS, LexicalParams, plain_query
+from tui_search.core.keyword.compile import LexicalParams, plain_query
+from tui_search.core.keyword.schema import HEADING_FIELDS
 
 
 def _engine(tmp_path: Path) -> tuple[SearchEngine, Path]:

@@ -7,7 +7,7 @@ from typing import Any
 
 from tui_search.config import Settings
 from tui_search.core.engine import SearchEngine
-from tui_search.core.indexer import Progress
+from tui_search.core.results import Progress
 
 
 def test_first_index_is_written_in_batches(

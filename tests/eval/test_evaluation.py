@@ -13,8 +13,8 @@ from tui_search.cli import main
 from tui_search.config import Settings
 from tui_search.core.engine import SearchEngine
 from tui_search.core.errors import DatasetError
-from tui_search.core.indexer import Progress
 from tui_search.core.ranking.fusion import FusionParams, refuse
+from tui_search.core.results import Progress
 from tui_search.eval.harness import (
     NDCG_K,
     RECALL_K,
@@ -390,7 +390,7 @@ def test_two_evaluations_of_one_archive_at_once_take_turns_unpacking_it(
 
     first = threading.Thread(target=run)
     first.start()
-    assert started.wait(10)
+    assert started.wait(60)
     second = threading.Thread(target=run)
     second.start()
     first.join()

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-PROCESS_TIMEOUT = 120.0
-TEST_TIMEOUT = 240  # a hang fails; the slowest case takes ~15 s on an idle machine
+PROCESS_TIMEOUT = 300.0
+TEST_TIMEOUT = 900  # a hang fails; the slowest case takes ~15 s on an idle machine
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -95,7 +95,7 @@ def test_watched_folder_swapped_for_a_symlink_to_outside(
     assert not any(p.startswith("docs/") for p in engine.files())
     # the full sync agrees: nothing to add or remove
     report = engine.sync()
-    assert report.changed_files == [] and report.removed_files == []
+    assert report.changed == () and report.removed == ()
     assert keyword_paths(engine, SECRET) == set()
 
 
@@ -122,7 +122,7 @@ def test_the_watcher_skips_symlinks_inside_as_the_full_sync_does(
     files = set(engine.files())
     assert "alias.md" not in files and not any(p.startswith("docs-link/") for p in files)
     # the same files as a clean full sync
-    assert engine.sync().changed_files == []
+    assert engine.sync().changed == ()
     assert set(engine.files()) == files
 
 
@@ -187,3 +187,25 @@ def test_reads_racing_a_symlink_swap_never_return_outside_text(
         swapper.join()
     assert leaked == 0, f"{leaked} of {served} reads returned the outside text"
     assert served > 0
+
+
+def test_an_ignore_file_linked_to_outside_is_never_read(
+    layout: tuple[Path, Path],
+    tmp_path: Path,
+    fake_embedder,  # type: ignore[no-untyped-def]
+) -> None:
+    """Ignore files are workspace files too: one that is a symlink to outside text is neither
+    applied as rules nor shown on the status screen."""
+    ws, outside = layout
+    write(outside / "rules", f"{SECRET}\nnotes.md\n")
+    os.symlink(outside / "rules", ws / ".gitignore")
+    write(ws / "docs" / ".gitignore", "b.md\n")
+    write(ws / "docs" / "b.md", "# B\n\nIgnored.\n")
+    with SearchEngine(
+        Settings(workspace=ws, index_dir=tmp_path / "index2"), embedder=fake_embedder
+    ) as eng:
+        eng.sync()
+        assert set(eng.files()) == {"notes.md", "docs/a.md"}  # the linked rules not applied
+        shown = eng.status().ignore_files
+        assert [f.path for f in shown] == ["docs/.gitignore"]
+        assert not any(SECRET in rule for f in shown for rule in f.rules)

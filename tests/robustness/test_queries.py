@@ -42,7 +42,7 @@ def test_every_query_ends_in_results_or_one_clear_line(
     indexed: tuple[Path, Path], query: str | bytes
 ) -> None:
     ws, idx = indexed
-    run = cli("search", query, "-w", ws, "--index-dir", idx, "--json", timeout=90)
+    run = cli("search", query, "-w", ws, "--index-dir", idx, "--json", timeout=300)
     assert "Traceback" not in run.stderr, run.stderr
     lines = [ln for ln in run.stderr.splitlines() if ln.strip()]
     assert len(lines) <= 1, run.stderr

@@ -18,7 +18,7 @@ def test_index_skips_a_fifo_and_a_socket(ws: Path, tmp_path: Path) -> None:
     sock = socket.socket(socket.AF_UNIX)
     sock.bind(str(ws / "docs" / "sock.md"))
     try:
-        run = cli("index", "--json", "-w", ws, "--index-dir", tmp_path / "idx", timeout=60)
+        run = cli("index", "--json", "-w", ws, "--index-dir", tmp_path / "idx", timeout=300)
     finally:
         sock.close()
     assert run.clean, run.stderr
@@ -50,7 +50,7 @@ def test_a_file_that_becomes_a_fifo_after_it_was_listed(tmp_path: Path) -> None:
 
     t = threading.Thread(target=attempt, daemon=True)
     t.start()
-    t.join(10)
+    t.join(60)
     assert not t.is_alive(), "read_file blocked on a FIFO"
     assert isinstance(outcome[0], ValueError) and "FIFO" in str(outcome[0])
 
@@ -81,7 +81,7 @@ def test_watcher_batch_with_a_fifo_does_not_block(ws: Path, tmp_path: Path) -> N
             daemon=True,
         )
         t.start()
-        t.join(30)
+        t.join(120)
         assert not t.is_alive(), "apply_paths blocked on a FIFO"
         report = result[0]
         assert [s.path for s in report.skipped] == ["docs/new-pipe.md"]  # type: ignore[attr-defined]

@@ -98,7 +98,7 @@ async def settle(pilot: Pilot[Any], rounds: int = 3) -> None:
     app = pilot.app
     assert isinstance(app, TuiSearchApp)
     quiet = 0
-    for _ in range(400):
+    for _ in range(6000):  # a safety bound (minutes); idle, a few rounds
         await app.workers.wait_for_complete()
         await pilot.pause()
         if app.busy:
@@ -114,7 +114,7 @@ async def ready(pilot: Pilot[Any]) -> None:
     """Wait for the engine to open and the first index to finish."""
     app = pilot.app
     assert isinstance(app, TuiSearchApp)
-    for _ in range(200):
+    for _ in range(2400):  # a safety bound (over 2 minutes); idle, well under a second
         await app.workers.wait_for_complete()
         await pilot.pause()
         if app.index_ready or app.engine_error:

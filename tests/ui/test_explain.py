@@ -168,7 +168,7 @@ async def test_explain_view_shows_a_long_questions_share(
         )
         assert "question" in text and "75% of the score from semantic mode's rules" in text
         assert f"plain {why.plain_score:.2f}, rules {why.rules_score:.2f}" in text
-        # the rules' score takes a share from query likelihood (session 22)
+        # the rules' score takes a share from query likelihood
         assert why.query_likelihood_share == pytest.approx(0.2)
         assert 0.0 <= why.query_likelihood <= 1.0
         assert "20% of the rules' score from query likelihood" in text

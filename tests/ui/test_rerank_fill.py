@@ -31,7 +31,7 @@ async def test_the_app_fills_the_rerankers_vectors_in_the_background(
         assert engine is not None and engine.reranker is not None
         progress = engine.rerank_progress()
         assert progress is not None
-        for _ in range(600):  # ~60 s at most; the workspace has a few dozen sections
+        for _ in range(6000):  # a safety bound (10 min); the workspace has a few dozen sections
             done, total = engine.rerank_progress() or (0, 0)
             if done == total and not app.search_screen.status.state.rerank:
                 break

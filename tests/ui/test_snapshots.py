@@ -218,7 +218,7 @@ def test_first_start_while_indexing(
         name = "gated"
 
         def encode(self, texts: list[str]) -> Any:
-            gate.wait(30)
+            gate.wait(300)
             return fake_embedder.encode(texts)
 
     app = build(
@@ -228,7 +228,7 @@ def test_first_start_while_indexing(
     app.exit_grace = 0.1  # the gated indexing thread is released after the screenshot
 
     async def run_before(pilot: Pilot[Any]) -> None:
-        for _ in range(400):
+        for _ in range(3000):
             await pilot.pause(0.02)
             if app.search_screen.status.state.indexing.startswith("indexing: embed"):
                 break
@@ -304,7 +304,7 @@ def test_first_index_progress(
 
     async def run_before(pilot: Pilot[Any]) -> None:
         screen = app.search_screen
-        for _ in range(400):
+        for _ in range(3000):
             await pilot.pause(0.02)
             if screen._files_progress is not None and "Building" in str(
                 app.query_one("#results-message", Static).content

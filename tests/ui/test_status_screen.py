@@ -63,7 +63,7 @@ async def test_first_index_shows_progress_and_search_works_meanwhile(
     try:
         async with app.run_test(size=(120, 40)) as pilot:
             screen = app.search_screen
-            for _ in range(200):
+            for _ in range(1200):
                 await pilot.pause(0.05)
                 shown = str(app.query_one("#results-message", Static).content)
                 if screen._files_progress is not None and "Building" in shown:
@@ -74,7 +74,7 @@ async def test_first_index_shows_progress_and_search_works_meanwhile(
             assert "files/s" in message and "left" in message
             assert not app.index_ready
             screen.query_input.value = "zebra0"
-            for _ in range(100):  # the search runs while the index thread waits
+            for _ in range(1200):  # the search runs while the index thread waits
                 await pilot.pause(0.05)
                 if screen.results.entries and not screen.busy:
                     break

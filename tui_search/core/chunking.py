@@ -233,6 +233,16 @@ def _hash(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
 
 
+def front_matter_lines(text: str) -> int:
+    """How many lines the front matter block at the start of ``text`` takes, its delimiter
+    lines included (0 when there is none): the preview starts the body there."""
+    m = _FRONT_MATTER_RE.match(text)
+    if not m:
+        return 0
+    block = m.group(0)
+    return block.count("\n") + (0 if block.endswith("\n") else 1)
+
+
 def split_front_matter(text: str) -> tuple[dict[str, Any], str, int, str | None]:
     """Return (front matter, body, number of lines the front matter took, warning)."""
     m = _FRONT_MATTER_RE.match(text)

@@ -29,6 +29,13 @@ class IndexBusyError(IndexError_):
     title = "Index busy"
 
 
+class IndexReadOnlyError(IndexBusyError):
+    """The index can be read but not written (a read-only or full disk): like a busy index,
+    a search uses it as it is."""
+
+    title = "Index read-only"
+
+
 class ModelError(TuiSearchError):
     title = "Embedding model problem"
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import posixpath
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,8 +18,8 @@ import networkx as nx
 
 from tui_search.core.chunking import Link, doc_id_for
 from tui_search.core.store import FileRecord
+from tui_search.core.workspace import MARKDOWN_SUFFIXES
 
-MARKDOWN_SUFFIXES = (".md", ".markdown")
 FOLDER_INDEX_NAMES = ("readme", "index", "_index")
 LOUVAIN_SEED = 42
 _WORD = re.compile(r"[^\W\d_][\w'-]*[^\W_]|[^\W\d_]")
@@ -293,7 +293,6 @@ class LinkGraph:
             out.update(self._folder_files(doc_or_folder, recursive=False))
         if doc is not None:
             out.update(self._kids.get(doc, ()))
-        if doc is not None:
             out.discard(doc)
         return sorted(out)
 
@@ -341,14 +340,6 @@ class LinkGraph:
         dist = nx.single_source_shortest_path_length(g, path, cutoff=depth)
         return {p: d for p, d in sorted(dist.items(), key=lambda kv: (kv[1], kv[0])) if p != path}
 
-    def authority(self) -> dict[str, float]:
-        """PageRank over the directed link graph (not used in ranking unless evaluation shows gain)."""
-        g = nx.DiGraph()
-        g.add_nodes_from(self.files)
-        for src, targets in self._out.items():
-            g.add_edges_from((src, t) for t in targets)
-        return dict(nx.pagerank(g)) if g.number_of_nodes() else {}
-
     def communities(self, min_size: int = 2) -> list[Community]:
         """Louvain communities (networkx, fixed seed), largest first; singletons left out."""
         if self._communities is None:
@@ -372,12 +363,6 @@ class LinkGraph:
                 Community(i + 1, c.documents, labels[i]) for i, c in enumerate(out)
             ]
         return [c for c in self._communities if len(c.documents) >= min_size]
-
-    def community_of(self, path: str) -> Community | None:
-        for c in self.communities(min_size=1):
-            if path in c.documents:
-                return c
-        return None
 
     def _labels(self, groups: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
         """Up to 3 terms (tags, then title words) frequent in a community and rare elsewhere."""
@@ -405,13 +390,3 @@ class LinkGraph:
                     chosen.append(t)
             labels.append(tuple(chosen[:3]))
         return labels
-
-
-def paths_in(graph: LinkGraph, names: Iterable[str]) -> list[str]:
-    """The documents among ``names`` that exist in the graph (resolved), deduplicated."""
-    out: list[str] = []
-    for n in names:
-        p = graph.resolve(n)
-        if p is not None and p not in out:
-            out.append(p)
-    return out

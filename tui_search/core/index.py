@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING
 
 from tui_search.core.embedding import Embedder
 from tui_search.core.errors import IndexBusyError, IndexError_
-from tui_search.core.keyword.index import LexicalIndex, LexicalParams
+from tui_search.core.keyword.compile import LexicalParams
+from tui_search.core.keyword.index import LexicalIndex
 from tui_search.core.store import SchemaMismatch, Store
 from tui_search.core.vectors import LIST_FILE, VectorIndex, adopt_file
 
@@ -78,6 +79,39 @@ class WriterLock:
             os.close(fd)
 
 
+#: Opening waits this long for another process's write before it repairs anything under the
+#: writer lock (a cold index holds the lock for minutes; a process that opens meanwhile waits
+#: for it, it does not give up).
+REPAIR_WAIT = float("inf")
+#: A part that cannot be opened is tried again this many times before the writer lock is
+#: taken: another process's commit replaces files under a reader.
+OPEN_TRIES = 3
+
+
+def damaged(exc: sqlite3.DatabaseError) -> bool:
+    """Does this error mean the manifest's bytes are bad (or another version's)? Only then is
+    the index made again; an error opening it (a read-only or full disk, permissions, I/O) is
+    not damage, and the index is left as it is."""
+    if isinstance(exc, SchemaMismatch):
+        return True
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    return name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB"))
+
+
+def why_unwritable(folder: Path, exc: BaseException) -> str:
+    """A short reason a write to the index in ``folder`` failed: what the file system says
+    (read-only, full) when it says so, else the error."""
+    with contextlib.suppress(OSError):
+        st = os.statvfs(folder)
+        if st.f_flag & os.ST_RDONLY:
+            return "read-only file system"
+        if st.f_bavail == 0:
+            return "the disk is full"
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror.lower()
+    return str(exc) or type(exc).__name__
+
+
 def _store_when_free(path: Path, wait: float = 30.0) -> Store:
     """``Store(path)``, waiting out another process that has the new database locked while it
     creates it (two processes opening a fresh index at once): "database is locked" is not
@@ -106,6 +140,8 @@ class SearchIndex:
         self.embedder = embedder
         #: What opening had to repair (reported by the next sync).
         self.repaired: list[str] = []
+        #: Why the index can only be read (a read-only or full disk...), or "" when writable.
+        self.readonly = ""
         try:
             index_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -130,13 +166,15 @@ class SearchIndex:
         try:
             return _store_when_free(path)
         except sqlite3.DatabaseError as exc:
+            if not damaged(exc):
+                return self._open_store_readonly(path, exc)
             # unreadable, or written by another version: start the whole index afresh
             why = (
                 f"the index was made by another version of tui-search ({exc})"
                 if isinstance(exc, SchemaMismatch)
                 else f"the manifest was unreadable ({exc})"
             )
-            with self.lock.hold():
+            with self.lock.hold(REPAIR_WAIT):
                 if not isinstance(exc, SchemaMismatch):
                     # another process may have just made or repaired it: look again first
                     with contextlib.suppress(sqlite3.DatabaseError):
@@ -149,19 +187,40 @@ class SearchIndex:
                 self.repaired.append(f"{why}; rebuilding it from the workspace")
                 return Store(path)
 
+    def _open_store_readonly(self, path: Path, exc: sqlite3.DatabaseError) -> Store:
+        """The manifest cannot be opened for writing (a read-only or full disk...): search it
+        as it is, read-only, and say why once (``readonly``). Raises IndexError_ when it
+        cannot be read either."""
+        reason = why_unwritable(self.index_dir, exc)
+        if path.exists():
+            try:
+                store = Store(path, readonly=True)
+            except sqlite3.DatabaseError:
+                pass
+            else:
+                self.readonly = f"the index cannot be written ({reason})"
+                return store
+        raise IndexError_(f"cannot open the index at {self.index_dir}: {reason}") from exc
+
     def _open_lexical(self, params: LexicalParams | None) -> LexicalIndex:
         directory = self.index_dir / WHOOSH_DIR
-        try:
-            return LexicalIndex(directory, params)
-        except IndexError_ as exc:
-            self.repaired.append(f"{exc}; rebuilt from the manifest")
-            with self.lock.hold():
-                # another process may have just rebuilt it: look again first
-                with contextlib.suppress(IndexError_):
-                    return LexicalIndex(directory, params)
-                lex = LexicalIndex.recreate(directory, params)
-                lex.write([], self.store.iter_chunks())
-            return lex
+        # another process's commit may replace files as they are opened: try again, and only
+        # under the writer lock (no commit in flight) is a part that still fails rebuilt
+        for attempt in range(OPEN_TRIES):
+            try:
+                return LexicalIndex(directory, params)
+            except IndexError_:
+                if self.readonly:
+                    raise
+                time.sleep(0.05 * (attempt + 1))
+        with self.lock.hold(REPAIR_WAIT):
+            try:
+                return LexicalIndex(directory, params)
+            except IndexError_ as exc:
+                self.repaired.append(f"{exc}; rebuilt from the manifest")
+            lex = LexicalIndex.recreate(directory, params)
+            lex.write([], self.store.iter_chunks())
+        return lex
 
     def _remove_vector_files(self) -> None:
         shutil.rmtree(self.index_dir / VECTORS_DIR, ignore_errors=True)
@@ -181,65 +240,109 @@ class SearchIndex:
     def _open_vectors(self) -> VectorIndex:
         folder = self.index_dir / VECTORS_DIR
         fingerprint = self.store.get_meta("model")
+        if self.readonly:
+            if fingerprint is not None and fingerprint != self.embedder.fingerprint:
+                raise IndexError_(f"{self.readonly}, but it was made with another embedding model")
+            return VectorIndex(folder, self.embedder.dim)
         if fingerprint is not None and fingerprint != self.embedder.fingerprint:
             # a different model: every vector must be made again
-            with self.lock.hold():
+            with self.lock.hold(REPAIR_WAIT):
                 self.store.forget_vectors(self.embedder.fingerprint)
                 self._remove_vector_files()
             self.repaired.append("the embedding model changed; all chunks will be embedded again")
         elif fingerprint is None:
             self.store.set_meta("model", self.embedder.fingerprint)
-        try:
-            self._adopt_legacy_vectors(folder)
-            return VectorIndex(folder, self.embedder.dim)
-        except (IndexError_, OSError) as exc:
-            self.repaired.append(f"{exc}; rebuilt from the manifest")
-            with self.lock.hold():
-                self._remove_vector_files()
+        for attempt in range(OPEN_TRIES):
+            try:
+                self._adopt_legacy_vectors(folder)
+                return VectorIndex(folder, self.embedder.dim)
+            except (IndexError_, OSError):
+                time.sleep(0.05 * (attempt + 1))  # (as for the full-text index)
+        with self.lock.hold(REPAIR_WAIT):
+            try:
+                return VectorIndex(folder, self.embedder.dim)
+            except (IndexError_, OSError) as exc:
+                self.repaired.append(f"{exc}; rebuilt from the manifest")
+            self._remove_vector_files()
             vi = VectorIndex(folder, self.embedder.dim)
-            self.rebuild_vectors(vi)
-            return vi
+        self.rebuild_vectors(vi)
+        return vi
 
     def rebuild_vectors(self, vi: VectorIndex | None = None) -> None:
         """Make the vector index again from the manifest's vectors (a shard in memory at a
         time)."""
-        vi = vi if vi is not None else self.vectors
-        with self.lock.hold():
-            top, _ = self.store.vector_log_since(0)
-            vi.clear()
-            for keys, vecs in self.store.iter_vectors():
-                vi.upsert(keys, vecs)
-            vi.save()
-            self.store.vectors_saved(top)
-            self._vectors_seq = top
+        with self.lock.hold(REPAIR_WAIT):
+            self._rebuild_vectors(vi if vi is not None else self.vectors)
+
+    def _rebuild_vectors(self, vi: VectorIndex) -> None:
+        """(with the writer lock held)"""
+        top, _ = self.store.vector_log_since(0)
+        vi.clear()
+        for keys, vecs in self.store.iter_vectors():
+            vi.upsert(keys, vecs)
+        vi.save()
+        self.store.vectors_saved(top)
+        self._vectors_seq = top
 
     def recreate_lexical(self) -> None:
         """An empty full-text index in place of the current one (the caller fills it)."""
         self.lexical.close()
         self.lexical = LexicalIndex.recreate(self.lexical.directory, self.lexical.params)
 
-    def check_consistency(self) -> None:
-        """Repair after a crash: rebuild a derived index whose size disagrees with the manifest
-        (unless a write is recorded as in flight: the next sync redoes it)."""
-        _, chunks = self.store.counts()
+    def _disagreement(self) -> tuple[str | None, str | None]:
+        """What a derived index lacks against the manifest: (full-text, vectors), each a
+        description or None; nothing while a write is recorded as in flight (the next sync
+        redoes it)."""
+        self.refresh()  # vectors another process logged since they were loaded
         try:
             lexical_count = self.lexical.doc_count()
         except Exception:  # noqa: BLE001 - any failure means rebuild
             lexical_count = -1
-        dirty = self.store.get_meta("dirty")
-        if lexical_count != chunks and not dirty:
-            self.repaired.append(
-                f"full-text index had {lexical_count} chunks, manifest {chunks}; rebuilt from the manifest"
-            )
-            with self.lock.hold():
-                self.recreate_lexical()
-                self.lexical.write([], self.store.iter_chunks())
-        with_vectors = self.store.count_vectors()
-        if len(self.vectors) < with_vectors and not dirty:
-            self.repaired.append(
-                f"vector index had {len(self.vectors)} vectors, manifest {with_vectors}; rebuilt from the manifest"
-            )
-            self.rebuild_vectors()
+        store = self.store
+        with contextlib.suppress(sqlite3.Error):
+            store.execute("BEGIN")  # the counts and the in-flight mark of one moment
+        try:
+            _, chunks = store.counts()
+            with_vectors = store.count_vectors()
+            dirty = store.get_meta("dirty")
+        finally:
+            with contextlib.suppress(sqlite3.Error):
+                store.execute("COMMIT")
+        if dirty:
+            return None, None
+        lexical = (
+            f"full-text index had {lexical_count} chunks, manifest {chunks}"
+            if lexical_count != chunks
+            else None
+        )
+        vectors = (
+            f"vector index had {len(self.vectors)} vectors, manifest {with_vectors}"
+            if len(self.vectors) < with_vectors
+            else None
+        )
+        return lexical, vectors
+
+    def check_consistency(self) -> None:
+        """Repair after a crash: rebuild a derived index whose size disagrees with the manifest.
+
+        Counts read while another process commits can disagree for a moment (its full-text
+        index is written before its manifest): a disagreement is only repaired when it is still
+        there under the writer lock. If another process holds the lock, nothing is repaired:
+        that writer opened, and checked, the index itself."""
+        if self.readonly or self._disagreement() == (None, None):
+            return
+        try:
+            with self.lock.hold(timeout=0):
+                lexical, vectors = self._disagreement()
+                if lexical:
+                    self.repaired.append(f"{lexical}; rebuilt from the manifest")
+                    self.recreate_lexical()
+                    self.lexical.write([], self.store.iter_chunks())
+                if vectors:
+                    self.repaired.append(f"{vectors}; rebuilt from the manifest")
+                    self._rebuild_vectors(self.vectors)
+        except IndexBusyError:
+            return
 
     def refresh(self) -> None:
         """Another process may have written since we loaded: catch up with what is on disk

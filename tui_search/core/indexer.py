@@ -14,90 +14,82 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import json
+import os
+import sqlite3
+import stat as stat_mod
 import time
-from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from tui_search.config import Settings
-from tui_search.core.chunking import Chunk, doc_id_for
-from tui_search.core.embedding import Embedder, TokenEmbedder
-from tui_search.core.index import SearchIndex, WriterLock
+from tui_search.core.chunking import Chunk, ParsedDocument, doc_id_for
+from tui_search.core.embedding import Embedder
+from tui_search.core.errors import IndexReadOnlyError
+from tui_search.core.index import SearchIndex, WriterLock, why_unwritable
 from tui_search.core.keyword.index import LexicalIndex
 from tui_search.core.memory import TRIM_AFTER_CHUNKS, release_free_memory
-from tui_search.core.parse_jobs import ParseJob, parse_workers, run_jobs
-from tui_search.core.store import ChunkRecord, FileRecord, Store, vector_key
+from tui_search.core.parse_jobs import ParseJob, ParseOutcome, parse_workers, run_jobs
+from tui_search.core.results import IndexReport, Progress, ProgressCallback
+from tui_search.core.store import FileRecord, Store
 from tui_search.core.vectors import VectorIndex
 from tui_search.core.workspace import (
+    IGNORE_FILES,
     NOT_UTF8_NAME,
     FileInfo,
     Skipped,
     Workspace,
     display_name,
+    is_markdown,
+    settled_mtime,
     valid_name,
 )
+from tui_search.core.write_batch import (
+    batch_vectors,
+    chunk_record,
+    missing_vectors,
+    plan_batch,
+    write_indexes,
+)
 
-ProgressCallback = Callable[["Progress"], None]
-EMBED_BATCH = 2048
 #: A write batch: files are parsed and written this many chunks (or characters of text) at a
 #: time, so indexing memory is bounded by a batch, not by the workspace.
 INDEX_BATCH_CHUNKS = 20_000
 INDEX_BATCH_CHARS = 32_000_000
-
-
-@dataclass(frozen=True)
-class Progress:
-    stage: str  # "scan" | "parse" | "embed" | "write" | "done"
-    done: int
-    total: int
-    message: str = ""
+#: ... or once files have been read and parsed this long since the last write (seconds): a run
+#: killed part way keeps all but its last minute or so of work, on any machine.
+INDEX_BATCH_SECONDS = 30.0
 
 
 @dataclass
-class SyncReport:
-    documents: int = 0
-    chunks: int = 0
+class _Tally:
+    """What the batches of one write did so far (made into an :class:`IndexReport`)."""
+
     embedded: int = 0
-    removed: int = 0
-    changed_files: list[str] = field(default_factory=list)
-    removed_files: list[str] = field(default_factory=list)
-    skipped: list[Skipped] = field(default_factory=list)
-    repaired: list[str] = field(default_factory=list)
-    took_ms: float = 0.0
-    #: Something was written to the keyword index (new segments).
+    changed: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
     wrote: bool = False
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "documents": self.documents,
-            "chunks": self.chunks,
-            "embedded": self.embedded,
-            "removed": self.removed,
-            "skipped": [{"path": s.path, "reason": s.reason} for s in self.skipped],
-            "took_ms": round(self.took_ms, 1),
-        }
 
-
-def chunk_record(c: Chunk) -> ChunkRecord:
-    return ChunkRecord(
-        key=c.key,
-        vkey=vector_key(c.key),
-        section_id=c.section_id,
-        chunk_index=c.chunk_index,
-        doc=c.doc,
-        file_path=c.file_path,
-        title=c.title,
-        heading=c.heading,
-        heading_path=c.heading_path,
-        level=c.level,
-        line_start=c.line_start,
-        line_end=c.line_end,
-        content=c.content,
-        tags=c.tags,
-        content_hash=c.content_hash,
+def _file_record(outcome: ParseOutcome, doc: ParsedDocument, warnings: list[str]) -> FileRecord:
+    """The manifest's row for a file just parsed."""
+    info = outcome.job.info
+    return FileRecord(
+        path=info.rel_path,
+        doc=outcome.job.doc,
+        size=info.size,
+        mtime_ns=info.mtime_ns,
+        ino=info.ino,
+        ctime_ns=info.ctime_ns,
+        hash=outcome.raw_hash,
+        title=doc.title,
+        tags=doc.tags,
+        links=doc.links,
+        parent=doc.parent,
+        encoding=outcome.encoding,
+        warnings=tuple(warnings),
+        anchors=tuple(doc.anchors.items()),
     )
 
 
@@ -144,6 +136,28 @@ class Indexer:
     def repaired(self) -> list[str]:
         return self.index.repaired
 
+    @contextlib.contextmanager
+    def _writable(self) -> Iterator[None]:
+        """A write that the disk refuses (read-only, full) is one clear error, an
+        IndexReadOnlyError (a search then uses the index as it is); what it did not finish
+        is redone by the next write (``dirty``)."""
+        if self.index.readonly:
+            raise IndexReadOnlyError(self.index.readonly)
+        try:
+            yield
+        except sqlite3.OperationalError as exc:
+            name = getattr(exc, "sqlite_errorname", "") or ""
+            if not name.startswith(("SQLITE_FULL", "SQLITE_READONLY", "SQLITE_IOERR")):
+                raise
+            raise IndexReadOnlyError(self._cannot_write(exc)) from exc
+        except OSError as exc:
+            if exc.errno not in (errno.ENOSPC, errno.EROFS, errno.EDQUOT):
+                raise
+            raise IndexReadOnlyError(self._cannot_write(exc)) from exc
+
+    def _cannot_write(self, exc: BaseException) -> str:
+        return f"the index cannot be written ({why_unwritable(self.index.index_dir, exc)})"
+
     # -- change detection ---------------------------------------------------------------
     def _doc_for(self, rel_path: str, exists: Callable[[str], bool]) -> str:
         """``a.md`` -> ``a``; a second file that would also be ``a`` keeps its extension."""
@@ -154,6 +168,54 @@ class Indexer:
             return rel_path
         return doc
 
+    # -- which paths concern the index ----------------------------------------------------
+    def is_ignore_file(self, rel: str) -> bool:
+        """Is ``rel`` an ignore file in force (a change to it changes what is indexed)?"""
+        head, _, name = rel.rpartition("/")
+        if name not in IGNORE_FILES:
+            return False
+        return not head or not self.workspace.rules.is_ignored(head, is_dir=True)
+
+    def may_concern(self, rel: str, *, deleted: bool = False) -> bool:
+        """Could a change at ``rel`` (``deleted``: reported as a delete) change the index?
+        Names and ignore rules only, a stat at most: the watcher's filter for raw events."""
+        rules = self.workspace.rules
+        path = self.workspace.root / rel
+        if is_markdown(rel):
+            # a folder named like a file is checked again by :meth:`paths_to_apply`
+            return not rules.is_ignored(rel, is_dir=False) or path.is_dir()
+        if deleted or not os.path.lexists(path):
+            # something non-markdown that vanished matters only if it was a folder
+            return not rules.is_ignored(rel, is_dir=True)
+        if path.is_dir():
+            return not rules.is_ignored(rel, is_dir=True)
+        return False  # images, temporary files of atomic saves, ...
+
+    def paths_to_apply(self, rels: Iterable[str]) -> list[str]:
+        """The paths :meth:`apply_paths` must look at after changes at ``rels``: markdown files
+        the workspace rules want (there or gone), folders moved or copied in with their wanted
+        files (which raise no events of their own), and vanished folders the index holds files
+        below (:meth:`apply_paths` removes those)."""
+        ws = self.workspace
+        out: dict[str, None] = {}
+        invalidated = False
+        for rel in rels:
+            path = ws.root / rel
+            if path.is_dir():
+                if not invalidated:
+                    ws.rules.invalidate()  # a folder moved in may bring its own ignore files
+                    invalidated = True
+                if ws.rules.is_ignored(rel, is_dir=True):
+                    continue
+                out[rel] = None
+                out.update(dict.fromkeys(ws.files_below(rel)))
+            elif ws.wants(rel):
+                out[rel] = None
+            elif not os.path.lexists(path) and self.store.has_files_under(rel):
+                out[rel] = None  # a folder that vanished (deleted or moved out)
+        return list(out)
+
+    # -- writes ---------------------------------------------------------------------------
     def sync(
         self,
         progress: ProgressCallback | None = None,
@@ -161,15 +223,21 @@ class Indexer:
         rebuild: bool = False,
         lock_timeout: float = 60.0,
         tables: bool = False,
-    ) -> SyncReport:
+        quick: bool = False,
+    ) -> IndexReport:
         """Bring the index in line with the whole workspace (incremental unless ``rebuild``).
         Raises IndexBusyError when another process keeps writing for ``lock_timeout`` s.
 
         The keyword index's decoded postings are saved for the segments a write made, and
-        for every segment missing them with ``tables`` (an index made before they existed)."""
+        for every segment missing them with ``tables`` (an index made before they existed).
+
+        ``quick``: when no folder, ignore file or unreadable file has changed since the last
+        full scan (``_quick_changes``), only the indexed files are looked at, not the whole
+        tree (a one-shot search: a stat per indexed file instead of listing every folder)."""
         started = time.perf_counter()
-        report = SyncReport(repaired=list(self.repaired))
-        with self.lock.hold(lock_timeout):
+        repaired = tuple(self.repaired)
+        tally = _Tally()
+        with self._writable(), self.lock.hold(lock_timeout):
             self.repaired.clear()
             self._refresh_from_disk()
             before = self.lexical.segment_ids()
@@ -179,32 +247,106 @@ class Indexer:
             emit = progress or (lambda p: None)
             emit(Progress("scan", 0, 0, "scanning workspace"))
             skipped: list[Skipped] = []
-            discovered = {f.rel_path: f for f in self.workspace.discover(skipped)}
-            stamps = self.store.file_stamps()
-            to_check = [f for p, f in discovered.items() if p in dirty or stamps.get(p) != f.stamp]
-            removed = [p for p in stamps if p not in discovered]
-            # the whole records only when something is to be read again
-            known = self.store.files() if to_check else {}
-            self._apply(
-                to_check,
-                removed,
-                discovered.__contains__,
-                known,
-                skipped,
-                report,
-                emit,
-                force=dirty,
-            )
-            with self.store.transaction() as conn:
-                self.store.set_skipped(conn, [(s.path, s.reason) for s in skipped])
+            seen: dict[str, int] = {}
+            changes = self._quick_changes() if quick and not rebuild and not dirty else None
+            if changes is not None:
+                to_check, removed = changes
+                known = self.store.files_for(f.rel_path for f in to_check)
+                root = self.workspace.root
+                exists: Callable[[str], bool] = lambda p: (root / p).is_file()  # noqa: E731
+            else:
+                discovered = {f.rel_path: f for f in self.workspace.discover(skipped, seen)}
+                stamps = self.store.file_stamps()
+                to_check = [
+                    f for p, f in discovered.items() if p in dirty or stamps.get(p) != f.stamp
+                ]
+                removed = [p for p in stamps if p not in discovered]
+                # the whole records only when something is to be read again
+                known = self.store.files() if to_check else {}
+                exists = discovered.__contains__
+            self._apply(to_check, removed, exists, known, skipped, tally, emit, force=dirty)
+            if changes is None:
+                # files that could not be read are looked at again when they change
+                infos = {f.rel_path: f for f in to_check}
+                for sk in skipped:
+                    if sk.path in infos and sk.path not in seen:
+                        seen[sk.path] = settled_mtime(str(infos[sk.path].abs_path))
+                with self.store.transaction() as conn:
+                    self.store.set_skipped(conn, [(s.path, s.reason) for s in skipped])
+                    self.store.set_scan(conn, seen)
+            else:
+                skipped = [Skipped(p, r) for p, r in self.store.skipped()]
         # (segments never change: no need to hold the lock)
-        self._store_postings(report, before, everything=tables)
-        report.skipped = skipped
-        report.documents, report.chunks = self.store.counts()
-        report.took_ms = (time.perf_counter() - started) * 1000
+        self._store_postings(tally.wrote, before, everything=tables)
+        report = self._report(tally, skipped, started, repaired)
         if progress:
             progress(Progress("done", report.chunks, report.chunks))
         return report
+
+    def _quick_changes(self) -> tuple[list[FileInfo], list[str]] | None:
+        """The indexed files that changed, and those gone, when nothing else can have changed
+        since the last full scan: every folder it listed, ignore file and unreadable file still
+        has the mtime it had (a file added, removed or renamed changes its folder's mtime).
+        None when something did change, or there is no scan to compare: a full scan is due."""
+        scan = self.store.scan_stamps()
+        if not scan:
+            return None
+        root = str(self.workspace.root)
+        for key, mtime in scan.items():
+            try:
+                if os.stat(f"{root}/{key}").st_mtime_ns != mtime:
+                    return None
+            except OSError:
+                return None
+        to_check: list[FileInfo] = []
+        lstat, prefix = os.lstat, root + "/"
+        # (one stat per indexed file is the floor: nothing else is done for a file that did
+        # not change)
+        for path, size, mtime, ino, ctime in self.store.iter_file_stamps():
+            try:
+                st = lstat(prefix + path)
+            except OSError:
+                return None  # (gone while its folder kept its mtime: let the full scan say)
+            if (
+                st.st_mtime_ns != mtime
+                or st.st_size != size
+                or st.st_ino != ino
+                or st.st_ctime_ns != ctime
+            ):
+                if not stat_mod.S_ISREG(st.st_mode):
+                    return None
+                to_check.append(
+                    FileInfo(
+                        path,
+                        prefix + path,
+                        st.st_size,
+                        st.st_mtime_ns,
+                        st.st_ino,
+                        st.st_ctime_ns,
+                    )
+                )
+        return to_check, []
+
+    def build(self, progress: ProgressCallback | None = None, *, batch_files: int) -> IndexReport:
+        """Bring the index up to date; a first index is written ``batch_files`` files at a
+        time, so a search already finds what is done while the rest is read and embedded.
+
+        Progress reports ``Progress("files", files done, files total, "<sections> sections")``
+        after each batch, and the inner stages of the batch in between.
+        """
+        if self.store.counts()[0] > 0:
+            return self.sync(progress, tables=True)
+        paths = sorted(info.rel_path for info in self.workspace.discover())
+        batch_files = max(1, batch_files)
+        for start in range(0, len(paths), batch_files):
+            batch = paths[start : start + batch_files]
+            # (the decoded postings are saved once, by the last sync: segments merge meanwhile)
+            report = self.apply_paths(batch, progress, tables=False)
+            if progress is not None:
+                done = start + len(batch)
+                progress(Progress("files", done, len(paths), f"{report.chunks} sections"))
+        # the files that changed meanwhile, skipped files
+        return self.sync(progress, tables=True)
 
     def apply_paths(
         self,
@@ -212,12 +354,13 @@ class Indexer:
         progress: ProgressCallback | None = None,
         *,
         tables: bool = True,
-    ) -> SyncReport:
-        """Apply a batch of changed paths (from the watcher): each is re-read or removed.
-        ``tables``: save the decoded postings of the segments written (see ``sync``)."""
+    ) -> IndexReport:
+        """Apply a batch of changed paths (from :meth:`paths_to_apply`): each file is re-read
+        or removed, a folder's vanished files removed. ``tables``: save the decoded postings
+        of the segments written (see ``sync``)."""
         started = time.perf_counter()
-        report = SyncReport()
-        with self.lock.hold():
+        tally = _Tally()
+        with self._writable(), self.lock.hold():
             self._refresh_from_disk()
             before = self.lexical.segment_ids()
             skipped: list[Skipped] = []
@@ -258,7 +401,7 @@ class Indexer:
                 exists,
                 known,
                 skipped,
-                report,
+                tally,
                 progress or (lambda p: None),
             )
             if skipped or removed:
@@ -267,22 +410,33 @@ class Indexer:
                     self.store.forget_skipped(conn, removed)
                     self.store.add_skipped(conn, [(s.path, s.reason) for s in skipped])
         if tables:
-            self._store_postings(report, before)
-        report.skipped = skipped
-        report.documents, report.chunks = self.store.counts()
-        report.took_ms = (time.perf_counter() - started) * 1000
-        return report
+            self._store_postings(tally.wrote, before)
+        return self._report(tally, skipped, started)
 
-    def _store_postings(
-        self, report: SyncReport, before: set[str], *, everything: bool = False
-    ) -> None:
+    def _report(
+        self, tally: _Tally, skipped: list[Skipped], started: float, repaired: tuple[str, ...] = ()
+    ) -> IndexReport:
+        documents, chunks = self.store.counts()
+        return IndexReport(
+            documents=documents,
+            chunks=chunks,
+            embedded=tally.embedded,
+            changed=tuple(tally.changed),
+            removed=tuple(tally.removed),
+            skipped=tuple(skipped),
+            repaired=repaired,
+            took_ms=(time.perf_counter() - started) * 1000,
+            wrote=tally.wrote,
+        )
+
+    def _store_postings(self, wrote: bool, before: set[str], *, everything: bool = False) -> None:
         """Decoded postings for the segments written since ``before`` (every segment missing
         them with ``everything``): a search that writes a few files never decodes a whole
         index made by an earlier version."""
         if everything:
             self.lexical.store_postings()
             self.lexical.store_segment_keys()
-        elif report.wrote:
+        elif wrote:
             self.lexical.store_postings(only=self.lexical.segment_ids() - before)
 
     # -- the write ----------------------------------------------------------------------
@@ -300,13 +454,14 @@ class Indexer:
         exists: Callable[[str], bool],
         known: dict[str, FileRecord],
         skipped: list[Skipped],
-        report: SyncReport,
+        tally: _Tally,
         emit: ProgressCallback,
         force: set[str] | None = None,
     ) -> None:
         """Read and parse ``to_check`` and write it in batches of about INDEX_BATCH_CHUNKS
         chunks (or INDEX_BATCH_CHARS characters), so memory is bounded by a batch, not by the
-        workspace; ``removed`` is written with the last batch (its vectors can be reused by
+        workspace, and at least every INDEX_BATCH_SECONDS of reading, so a killed run keeps
+        what it did; ``removed`` is written with the last batch (its vectors can be reused by
         files moved elsewhere until then)."""
         parsed: list[tuple[FileRecord, list[Chunk]]] = []
         touched: list[FileRecord] = []
@@ -314,32 +469,22 @@ class Indexer:
         batch_chunks = batch_chars = 0
         force_left = set(force or ())
         total = len(to_check)
-        jobs: list[ParseJob] = []
-        for info in to_check:
-            old = known.get(info.rel_path)
-            doc = self._doc_for(info.rel_path, exists)
-            reuse = old is not None and old.doc == doc and info.rel_path not in (force or ())
-            jobs.append(
-                ParseJob(
-                    info,
-                    doc,
-                    old.hash if reuse and old is not None else None,
-                    self.max_file_bytes,
-                    self.max_tokens,
-                    self.min_overlap,
-                    self.max_sections,
-                    str(self.workspace.root),
-                )
-            )
+        jobs = self._parse_jobs(to_check, known, exists, force or set())
         outcomes = run_jobs(jobs, parse_workers(jobs))
+        batch_started = time.monotonic()
         with contextlib.closing(outcomes):  # (the workers stop if a write fails)
             for i, outcome in enumerate(outcomes):
                 info = outcome.job.info
-                if batch_chunks >= INDEX_BATCH_CHUNKS or batch_chars >= INDEX_BATCH_CHARS:
-                    self._write(parsed, [], touched, report, emit, force_left, last=False)
+                if parsed and (
+                    batch_chunks >= INDEX_BATCH_CHUNKS
+                    or batch_chars >= INDEX_BATCH_CHARS
+                    or time.monotonic() - batch_started >= INDEX_BATCH_SECONDS
+                ):
+                    self._write(parsed, [], touched, tally, emit, force_left, last=False)
                     parsed, touched = [], []
                     batch_docs = {}
                     batch_chunks = batch_chars = 0
+                    batch_started = time.monotonic()
                 if i % 50 == 0:
                     emit(Progress("parse", i, total, info.rel_path))
                 if outcome.vanished:
@@ -375,27 +520,39 @@ class Indexer:
                 batch_docs[outcome.job.doc] = info.rel_path
                 for w in warnings:
                     skipped.append(Skipped(info.rel_path, f"indexed with a warning: {w}"))
-                record = FileRecord(
-                    path=info.rel_path,
-                    doc=outcome.job.doc,
-                    size=info.size,
-                    mtime_ns=info.mtime_ns,
-                    ino=info.ino,
-                    ctime_ns=info.ctime_ns,
-                    hash=outcome.raw_hash,
-                    title=parsed_doc.title,
-                    tags=parsed_doc.tags,
-                    links=parsed_doc.links,
-                    parent=parsed_doc.parent,
-                    encoding=outcome.encoding,
-                    warnings=tuple(warnings),
-                    anchors=tuple(parsed_doc.anchors.items()),
-                )
-                parsed.append((record, parsed_doc.chunks))
+                parsed.append((_file_record(outcome, parsed_doc, warnings), parsed_doc.chunks))
                 batch_chunks += len(parsed_doc.chunks)
                 batch_chars += outcome.text_chars
         emit(Progress("parse", total, total))
-        self._write(parsed, removed, touched, report, emit, force_left, last=True)
+        self._write(parsed, removed, touched, tally, emit, force_left, last=True)
+
+    def _parse_jobs(
+        self,
+        to_check: list[FileInfo],
+        known: dict[str, FileRecord],
+        exists: Callable[[str], bool],
+        force: set[str],
+    ) -> list[ParseJob]:
+        """A parse job per file; a file whose document id is unchanged carries its indexed
+        hash (the same bytes are not parsed again), unless a crashed run left it dirty."""
+        jobs: list[ParseJob] = []
+        for info in to_check:
+            old = known.get(info.rel_path)
+            doc = self._doc_for(info.rel_path, exists)
+            reuse = old is not None and old.doc == doc and info.rel_path not in force
+            jobs.append(
+                ParseJob(
+                    info,
+                    doc,
+                    old.hash if reuse and old is not None else None,
+                    self.max_file_bytes,
+                    self.max_tokens,
+                    self.min_overlap,
+                    self.max_sections,
+                    str(self.workspace.root),
+                )
+            )
+        return jobs
 
     def _id_clash(
         self, chunks: list[Chunk], path: str, batch_docs: dict[str, str], removed: list[str]
@@ -427,7 +584,7 @@ class Indexer:
         parsed: list[tuple[FileRecord, list[Chunk]]],
         removed: list[str],
         touched: list[FileRecord],
-        report: SyncReport,
+        tally: _Tally,
         emit: ProgressCallback,
         force: set[str],
         *,
@@ -436,146 +593,50 @@ class Indexer:
         """One batch: manifest ``dirty``, Whoosh, usearch, then the manifest rows. ``force``
         holds the paths a crashed run left dirty and not yet rewritten: they stay recorded as
         dirty until a batch rewrites them (or the last batch ends)."""
-
         if touched and not parsed and not removed:
             with self.store.transaction() as conn:
                 self.store.touch_files(conn, touched)
-        if not parsed and not removed and not self._missing_vectors():
+        if not parsed and not removed and not missing_vectors(self.store):
             return
-
         changed_paths = [rec.path for rec, _ in parsed]
         in_flight = changed_paths + removed
         self.store.set_meta("dirty", json.dumps(sorted(set(in_flight) | force)))
-
-        # Which chunks need a new vector? Reuse any stored vector with the same content hash
-        # (unchanged sections, renamed or moved files, duplicated text).
-        old_vkeys: list[int] = []
-        lexical_delete_paths: list[str] = list(removed)
-        lexical_delete_keys: list[str] = []
-        lexical_add: set[str] = set()
-        old_hashes: set[str] = set()  # token rows that may have lost their last chunk
-        for path in removed:
-            gone_chunks = self.store.chunk_hashes(path).values()
-            old_vkeys.extend(v for _, v, _ in gone_chunks)
-            old_hashes.update(h for h, _, _ in gone_chunks)
-        for rec, chunks in parsed:
-            old_chunks = self.store.chunk_hashes(rec.path)
-            old_hashes.update(h for h, _, _ in old_chunks.values())
-            new_keys = {c.key for c in chunks}
-            gone = [k for k in old_chunks if k not in new_keys]
-            old_vkeys.extend(old_chunks[k][1] for k in gone)
-            if rec.path in force or not old_chunks:
-                # redo after a crash (or a new file): rewrite the whole file in Whoosh
-                lexical_delete_paths.append(rec.path)
-                lexical_add.update(new_keys)
-                continue
-            lexical_delete_keys.extend(gone)
-            for c in chunks:
-                prev = old_chunks.get(c.key)
-                if prev is None or prev[0] != c.content_hash or prev[2] != c.tags:
-                    lexical_add.add(c.key)
-                    if prev is not None:
-                        old_vkeys.append(prev[1])
-        new_chunks: list[Chunk] = [c for _, chunks in parsed for c in chunks]
-        reuse = self.store.vectors_by_hash({c.content_hash for c in new_chunks})
-        to_embed = [c for c in new_chunks if c.content_hash not in reuse]
-        # chunks whose vector is missing (model change, earlier failure) are embedded too
-        missing = self._missing_vectors(exclude_paths=set(in_flight))
-        texts = [c.embedding_text for c in to_embed] + [r.embedding_text for r in missing]
-        embedded, tokens = self._embed(texts, emit)
-        token_hashes = [c.content_hash for c in to_embed] + [r.content_hash for r in missing]
-        new_vectors: dict[str, np.ndarray] = {}
-        for c, vec in zip(to_embed, embedded[: len(to_embed)], strict=True):
-            new_vectors[c.key] = vec
-            reuse.setdefault(c.content_hash, vec)
-        for c in new_chunks:
-            if c.key not in new_vectors:
-                new_vectors[c.key] = reuse[c.content_hash]
-        missing_vectors = embedded[len(to_embed) :]
-        report.embedded += len(texts)
-
+        plan = plan_batch(self.store, parsed, removed, force)
+        vectors = batch_vectors(self.store, self.embedder, parsed, set(in_flight), emit)
+        tally.embedded += vectors.embedded
         emit(Progress("write", 0, 1, "writing indexes"))
-        records = [chunk_record(c) for c in new_chunks if c.key in lexical_add]
-
-        def write_vectors() -> None:
-            self.vectors.remove(old_vkeys)
-            if records:
-                self.vectors.upsert(
-                    np.array([r.vkey for r in records], dtype=np.uint64),
-                    np.stack([new_vectors[r.key] for r in records]),
-                )
-            if missing:
-                self.vectors.upsert(
-                    np.array([r.vkey for r in missing], dtype=np.uint64),
-                    np.asarray(missing_vectors),
-                )
-
-        # the vector graph is built (native code, the GIL released) while Whoosh writes
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="vectors") as pool:
-            vectors_done = pool.submit(write_vectors)
-            try:
-                self.lexical.write(lexical_delete_paths, records, delete_keys=lexical_delete_keys)
-                report.wrote = True
-            finally:
-                vectors_done.result()
+        records = [chunk_record(c) for c in vectors.chunks if c.key in plan.lexical_add]
+        write_indexes(self.lexical, self.vectors, plan, records, vectors)
+        tally.wrote = True
         # the vector file is not rewritten: the touched vector keys are logged with the rows
         # (O(change)); other processes replay the log, and it is folded into the file now and then
-        touched_vkeys = [*old_vkeys, *(r.vkey for r in records), *(r.vkey for r in missing)]
+        missing = vectors.missing
+        touched_vkeys = [*plan.old_vkeys, *(r.vkey for r in records), *(r.vkey for r in missing)]
         with self.store.transaction() as conn:
             self.store.log_vectors(conn, touched_vkeys)
             for path in removed:
                 self.store.remove_file(conn, path)
             for rec, chunks in parsed:
-                self.store.apply_file(conn, rec, chunks, new_vectors)
+                self.store.apply_file(conn, rec, chunks, vectors.by_key)
             self.store.touch_files(conn, touched)
             self.store.set_vectors(
-                conn, [(r.key, v) for r, v in zip(missing, missing_vectors, strict=True)]
+                conn, [(r.key, v) for r, v in zip(missing, vectors.missing_vectors, strict=True)]
             )
             self.store.update_file_vectors(conn, [*changed_paths, *(r.file_path for r in missing)])
-            if tokens is not None:
-                self.store.put_tokens(conn, zip(token_hashes, tokens, strict=True))
-            self.store.prune_tokens(conn, old_hashes)
+            if vectors.tokens is not None:
+                self.store.put_tokens(conn, zip(vectors.token_hashes, vectors.tokens, strict=True))
+            self.store.prune_tokens(conn, plan.old_hashes)
             force.difference_update(in_flight)
             if force and not last:
                 self.store.set_dirty(conn, sorted(force))
             else:
                 self.store.clear_dirty(conn)
         self.index.vectors_written()
-        if len(new_chunks) + len(missing) >= TRIM_AFTER_CHUNKS:
+        if len(vectors.chunks) + len(missing) >= TRIM_AFTER_CHUNKS:
             release_free_memory()  # a batch's garbage, or indexing memory grows with the workspace
-        report.changed_files.extend(changed_paths)
-        report.removed_files.extend(removed)
-        report.removed += len(removed)
+        tally.changed.extend(changed_paths)
+        tally.removed.extend(removed)
         emit(Progress("write", 1, 1))
-
-    def _missing_vectors(self, exclude_paths: set[str] | None = None) -> list[ChunkRecord]:
-        keys = [
-            key
-            for key, path in self.store.keys_without_vector()
-            if not exclude_paths or path not in exclude_paths
-        ]
-        return list(self.store.chunks_by_keys(keys).values()) if keys else []
-
-    def _embed(
-        self, texts: list[str], emit: ProgressCallback
-    ) -> tuple[np.ndarray, list[np.ndarray] | None]:
-        """Vectors of ``texts``, and their distinct token ids when the embedder has tokens
-        (one tokenisation serves both)."""
-        embedder = self.embedder
-        parts = [np.zeros((0, embedder.dim), dtype=np.float32)]
-        tokens: list[np.ndarray] | None = [] if isinstance(embedder, TokenEmbedder) else None
-        for i in range(0, len(texts), EMBED_BATCH):
-            emit(Progress("embed", i, len(texts)))
-            batch = texts[i : i + EMBED_BATCH]
-            if isinstance(embedder, TokenEmbedder) and tokens is not None:
-                vecs, ids = embedder.encode_with_tokens(batch)
-                tokens.extend(ids)
-            else:
-                vecs = embedder.encode(batch)
-            parts.append(vecs)
-        if texts:
-            emit(Progress("embed", len(texts), len(texts)))
-        return np.concatenate(parts), tokens
 
     def close(self) -> None:
         self.index.close()

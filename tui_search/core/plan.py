@@ -15,6 +15,10 @@ from typing import Literal, Union, get_args
 Mode = Literal["hybrid", "keyword", "semantic"]
 #: Every mode, in the order the app cycles through them.
 MODES: tuple[Mode, ...] = get_args(Mode)
+#: The mode a search runs in unless asked otherwise.
+DEFAULT_MODE: Mode = "hybrid"
+#: The modes an evaluation reports by default: each arm alone, then their fusion.
+EVAL_MODES: tuple[Mode, ...] = ("keyword", "semantic", "hybrid")
 
 
 def as_mode(value: str) -> Mode:
@@ -107,6 +111,9 @@ class QueryPlan:
     scope: frozenset[str] | None = None
     #: Every result holds each of these terms (``core.exact``), on every arm.
     exact_terms: tuple[str, ...] = ()
+    #: The query-language operators applied, as written (``tag:ops``, ``mode:keyword``,
+    #: ``-word``), shown with the results; () for plain text and literal fallbacks.
+    operators: tuple[str, ...] = ()
 
     @property
     def strict(self) -> bool:
@@ -129,7 +136,8 @@ class QueryPlan:
 
 def plan_plain(text: str) -> QueryPlan:
     """The plan of text without operators: words ranked in both arms, none required."""
-    from tui_search.core.keyword.index import analyze, identifiers_in  # (whoosh: loaded when used)
+    # (whoosh: loaded when used)
+    from tui_search.core.keyword.analysis import analyze, identifiers_in
 
     return QueryPlan(
         text=text,
@@ -141,6 +149,8 @@ def plan_plain(text: str) -> QueryPlan:
 
 
 __all__ = [
+    "DEFAULT_MODE",
+    "EVAL_MODES",
     "MODES",
     "And",
     "Field",

@@ -31,6 +31,7 @@ import os
 import queue
 import sys
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from multiprocessing import spawn
@@ -123,9 +124,43 @@ def popen(process_obj: Any) -> Any:
         return worker_context().Process._Popen(process_obj)  # type: ignore[attr-defined]
 
 
-def _serve(tasks: Any, results: Any) -> None:
+#: How often a worker looks whether the process that started it is still there.
+OWNER_POLL_S = 0.25
+
+
+def owner_alive(pid: int) -> bool:
+    """Is process ``pid`` running (not gone, not a zombie waiting to be reaped)?"""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rpartition(b")")[2].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return True
+
+
+def end_with_owner(owner: int) -> None:
+    """In a worker: end this process as soon as ``owner`` (the process that started it) is
+    gone. A worker blocked on its queue would otherwise outlive a killed ``index`` (its
+    parent is the fork server, which does not end it)."""
+
+    def watch() -> None:
+        while owner_alive(owner):
+            time.sleep(OWNER_POLL_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="owner-watch", daemon=True).start()
+
+
+def _serve(tasks: Any, results: Any, owner: int | None = None) -> None:
     """A worker: run each task handed to it until it is handed None. A task that raises is
     handed back as failed (it is run again in the pool's own process)."""
+    if owner is not None:
+        end_with_owner(owner)
     while True:
         task = tasks.get()
         if task is None:
@@ -162,7 +197,7 @@ class WorkerPool(Generic[T, R]):
 
     def _start(self) -> None:
         for _ in range(self.workers):
-            process = _Worker(target=_serve, args=(self._tasks, self._results))
+            process = _Worker(target=_serve, args=(self._tasks, self._results, os.getpid()))
             process.daemon = True
             process.start()
             self.processes.append(process)

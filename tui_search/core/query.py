@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from tui_search.core.keyword.index import analyze, identifiers_in
+from tui_search.core.keyword.analysis import analyze, identifiers_in
 from tui_search.core.plan import (
     MODES,
     And,
@@ -502,11 +502,12 @@ def compile_query(text: str) -> QueryPlan:
             return _fallback(
                 text, "a query that only excludes words would list everything without them"
             )
-        return _build(text, tree, directives)
+        plan = replace(_build(text, tree, directives), operators=written_operators(ast))
     except QuerySyntaxError as exc:
         return _fallback(text, str(exc))
     except Exception as exc:  # never fail a search on the query text
         return _fallback(text, f"could not be compiled ({type(exc).__name__}: {exc})")
+    return plan
 
 
 def _build(text: str, tree: Node | None, d: Directives) -> QueryPlan:
@@ -557,19 +558,9 @@ def _build(text: str, tree: Node | None, d: Directives) -> QueryPlan:
     )
 
 
-def applied_operators(text: str) -> tuple[str, ...]:
-    """The operators a query uses, as written (``tag:ops``, ``mode:keyword``, ``-word``), for
-    showing with the results; () for plain text or text that does not parse."""
-    try:
-        tokens = tokenize(text)
-        if not is_structured(tokens):
-            return ()
-        ast = _Parser(tokens).parse()
-        tree, _ = extract_directives(ast)  # raises where compile_query falls back to literal
-    except QuerySyntaxError:
-        return ()
-    if only_excluded_text(normalize(tree) if tree is not None else None):
-        return ()
+def written_operators(ast: Node) -> tuple[str, ...]:
+    """The operators a parsed query uses, as written (``tag:ops``, ``mode:keyword``,
+    ``-word``): what the results show as applied."""
     out: list[str] = []
     excluded: list[Node] = [n.child for n in iter_nodes(ast) if isinstance(n, Not)]
     excluded += [c for n in iter_nodes(ast) if isinstance(n, Seq) for c in n.must_not]

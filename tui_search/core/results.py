@@ -6,6 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from tui_search.core.workspace import Skipped
+
 
 @dataclass(frozen=True)
 class Snippet:
@@ -306,3 +308,76 @@ class IndexStatus:
     broken_links: int
     #: The re-ranker's section vectors: (made, section texts); None when it is off.
     rerank: tuple[int, int] | None = None
+
+
+@dataclass(frozen=True)
+class IndexReport:
+    """What one write did to the index (a sync, a batch of changed paths, a first index): the
+    files it changed and removed, what it embedded, and the index's totals after it. The one
+    report from the indexer to its callers (the CLI, the watcher, the app, the agent server).
+    """
+
+    #: Files and chunks in the whole index after the write.
+    documents: int = 0
+    chunks: int = 0
+    #: Texts embedded (new sections, and sections whose vector was missing).
+    embedded: int = 0
+    changed: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    #: Files left out or indexed with a warning, with the reason.
+    skipped: tuple[Skipped, ...] = ()
+    #: What was found damaged, or made by another version, and rebuilt.
+    repaired: tuple[str, ...] = ()
+    took_ms: float = 0.0
+    #: Something was written to the keyword index (new segments).
+    wrote: bool = False
+
+    @property
+    def touched(self) -> bool:
+        """Did the write change anything searchable?"""
+        return bool(self.changed or self.removed or self.embedded)
+
+    def to_json(self) -> dict[str, object]:
+        """The ``index --json`` summary."""
+        return {
+            "documents": self.documents,
+            "chunks": self.chunks,
+            "embedded": self.embedded,
+            "removed": len(self.removed),
+            "skipped": [{"path": s.path, "reason": s.reason} for s in self.skipped],
+            "took_ms": round(self.took_ms, 1),
+        }
+
+    def batch_json(self) -> dict[str, object]:
+        """One line of ``index --watch --json``: the paths, what it cost."""
+        out: dict[str, object] = {
+            "changed": list(self.changed),
+            "removed": list(self.removed),
+            "embedded": self.embedded,
+            "chunks": self.chunks,
+            "took_ms": round(self.took_ms, 1),
+        }
+        if self.skipped:
+            out["skipped"] = [{"path": s.path, "reason": s.reason} for s in self.skipped]
+        return out
+
+    def summary(self) -> str:
+        """A short human line, e.g. for a status bar or the headless watch."""
+        parts = []
+        if self.changed:
+            parts.append(f"{len(self.changed)} changed")
+        if self.removed:
+            parts.append(f"{len(self.removed)} removed")
+        what = ", ".join(parts) or "no changes"
+        return f"{what}; {self.embedded} embedded, {self.chunks} chunks, {self.took_ms:.0f} ms"
+
+
+@dataclass(frozen=True)
+class Progress:
+    stage: str  # "scan" | "parse" | "embed" | "write" | "done"
+    done: int
+    total: int
+    message: str = ""
+
+
+ProgressCallback = Callable[[Progress], None]

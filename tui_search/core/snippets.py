@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from tui_search.core.keyword.index import text_analyzer
+from tui_search.core.keyword.analysis import text_analyzer
 from tui_search.core.results import Snippet
 from tui_search.core.textsafe import sanitize_terminal_in_place
 

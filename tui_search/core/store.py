@@ -69,6 +69,9 @@ CREATE INDEX IF NOT EXISTS chunks_hash ON chunks(content_hash);
 CREATE INDEX IF NOT EXISTS chunks_novec ON chunks(key) WHERE vector IS NULL;
 CREATE INDEX IF NOT EXISTS chunks_links ON chunks(link_share) WHERE link_share > 0;
 CREATE TABLE IF NOT EXISTS skipped (path TEXT PRIMARY KEY, reason TEXT NOT NULL);
+-- the last full scan: the mtime of each folder listed ('<folder>/', the root '/'), ignore file
+-- and unreadable file (-1: too recent to trust); what the quick check compares
+CREATE TABLE IF NOT EXISTS scan (path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL);
 -- explicit heading anchors (<a name>, id=, {#id}) of a file, lower-cased -> the section slug
 CREATE TABLE IF NOT EXISTS anchors (
     path TEXT NOT NULL, anchor TEXT NOT NULL, slug TEXT NOT NULL, PRIMARY KEY (path, anchor)
@@ -253,11 +256,28 @@ class Store:
     def _conn(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
-            conn = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
+            if self.readonly:
+                conn = self._connect_readonly()
+            else:
+                conn = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")
             self._local.conn = conn
         return conn
+
+    def _connect_readonly(self) -> sqlite3.Connection:
+        """A connection that never writes: SQLite's read-only mode, or, where it cannot make
+        the shared-memory file it needs (a read-only or full disk), the file as it is
+        (``immutable``: what is only in the write-ahead log is not seen)."""
+        uri = self.path.resolve().as_uri()
+        try:
+            conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=30, check_same_thread=False)
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            return conn
+        except sqlite3.OperationalError:
+            return sqlite3.connect(
+                f"{uri}?mode=ro&immutable=1", uri=True, timeout=30, check_same_thread=False
+            )
 
     def close(self) -> None:
         conn = getattr(self._local, "conn", None)
@@ -287,6 +307,10 @@ class Store:
         check compares (``FileInfo.stamp``)."""
         rows = self._conn().execute("SELECT path, size, mtime_ns, ino, ctime_ns FROM files")
         return {r[0]: (int(r[1]), int(r[2]), int(r[3]), int(r[4])) for r in rows}
+
+    def iter_file_stamps(self) -> Iterator[tuple[str, int, int, int, int]]:
+        """(path, size, mtime_ns, inode, ctime_ns) of every indexed file, as read."""
+        return iter(self._conn().execute("SELECT path, size, mtime_ns, ino, ctime_ns FROM files"))
 
     def file(self, path: str) -> FileRecord | None:
         row = (
@@ -569,6 +593,7 @@ class Store:
             conn.execute("DELETE FROM file_vectors")
             conn.execute("DELETE FROM files")
             conn.execute("DELETE FROM anchors")
+            conn.execute("DELETE FROM scan")
             conn.execute("DELETE FROM meta WHERE key = 'dirty'")
 
     def touch_files(self, conn: sqlite3.Connection, records: Iterable[FileRecord]) -> None:
@@ -724,6 +749,19 @@ class Store:
         conn.execute("DELETE FROM anchors WHERE path = ?", (path,))
         conn.execute("DELETE FROM chunks WHERE path = ?", (path,))
         conn.execute("DELETE FROM files WHERE path = ?", (path,))
+
+    def scan_stamps(self) -> dict[str, int]:
+        """The last full scan's mtimes (``set_scan``)."""
+        try:
+            return {
+                r[0]: int(r[1]) for r in self._conn().execute("SELECT path, mtime_ns FROM scan")
+            }
+        except sqlite3.OperationalError:  # a read-only index written before the table existed
+            return {}
+
+    def set_scan(self, conn: sqlite3.Connection, stamps: dict[str, int]) -> None:
+        conn.execute("DELETE FROM scan")
+        conn.executemany("INSERT INTO scan VALUES (?, ?)", stamps.items())
 
     def set_skipped(self, conn: sqlite3.Connection, skipped: list[tuple[str, str]]) -> None:
         conn.execute("DELETE FROM skipped")

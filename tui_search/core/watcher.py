@@ -8,21 +8,23 @@ writer (``engine.apply_paths`` / ``engine.sync``) while it runs:
    change falls in the gap between the two.
 2. watchfiles groups raw events: a batch ends once ``step`` ms pass without a new change, or
    after ``debounce_ms`` at most (an editor's save burst is one batch).
-3. Each batch is reduced to workspace-relative POSIX paths the index cares about: markdown files
-   the workspace rules want, folders that were moved in (expanded into their markdown files,
-   walked with the same ignore rules) and folders that vanished (passed through; the indexer
-   removes everything known below them). Hidden paths, ignore-file exclusions and the index
-   folder never get that far. A change to a ``.gitignore`` / ``.tuisearchignore`` reloads the
-   rules and runs a full incremental sync.
+3. Each batch is reduced to workspace-relative POSIX paths; the indexer, the one judge of which
+   paths concern the index, keeps the ones it cares about (``Indexer.paths_to_apply``): markdown
+   files the workspace rules want, folders that were moved in (expanded into their markdown
+   files) and folders that vanished. A change to a ``.gitignore`` / ``.tuisearchignore``
+   reloads the rules and runs a full incremental sync. Paths handed in by ``enqueue`` (the
+   app's editor hand-off) join the same queue, so the watcher stays the one writer.
 4. Paths are applied in slices of at most ``max_batch`` paths (files that exist first, vanished
    ones last, so a moved file finds its old vectors and embeds nothing), so a 1,000-file burst is
    written in a few commits and searches see progress in between.
 5. A slice that cannot be applied is never dropped: the index being busy (another process holds
-   the writer lock) keeps it pending and retries; any other failure schedules a full sync, retried
-   with a growing delay.
+   the writer lock) keeps it pending and retries (the state ``"waiting: ..."`` says so, then goes
+   back to ``"watching"``: a normal wait, not an error); any other failure schedules a full sync,
+   retried with a growing delay.
 
-A deleted workspace folder ends the watch with the state ``"error: workspace folder was
-deleted"`` (a clear message, never a traceback); the headless command then exits with status 1.
+A deleted workspace folder puts the watch in the state ``"waiting: workspace folder was
+deleted"`` (a clear message, never a traceback); once the folder is back the watch resumes with
+a full incremental sync. The index keeps what it had meanwhile.
 
 UI-free: no Textual, no Rich. Callbacks run on the watcher thread.
 """
@@ -39,13 +41,16 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import watchfiles
 
 from tui_search.core.errors import IndexBusyError
-from tui_search.core.indexer import SyncReport
-from tui_search.core.workspace import IGNORE_FILES, is_markdown
+from tui_search.core.results import IndexReport
+from tui_search.core.textsafe import one_line
+
+if TYPE_CHECKING:
+    from tui_search.core.engine import SearchEngine
 
 #: Most paths handed to one ``apply_paths`` call (one commit to both indexes).
 MAX_BATCH = 200
@@ -62,66 +67,25 @@ RETRY_FIRST_S = 1.0
 RETRY_MAX_S = 60.0
 
 DELETED_MESSAGE = "workspace folder was deleted"
+BUSY_MESSAGE = "another process is writing the index; changes are kept and retried"
 
 STATE_RECONCILING = "reconciling"
 STATE_WATCHING = "watching"
 STATE_STOPPED = "stopped"
 STATE_IDLE = "idle"
-
-
-@dataclass(frozen=True)
-class BatchReport:
-    """One applied batch: what changed in the index and what it cost."""
-
-    changed: list[str]
-    removed: list[str]
-    embedded: int
-    #: Chunks in the whole index after the batch (as in ``SyncReport.chunks``).
-    chunks: int
-    took_ms: float
-    #: Files that could not be read (permission denied, too big...): (path, reason).
-    skipped: list[tuple[str, str]] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "changed": list(self.changed),
-            "removed": list(self.removed),
-            "embedded": self.embedded,
-            "chunks": self.chunks,
-            "took_ms": round(self.took_ms, 1),
-        }
-        if self.skipped:
-            out["skipped"] = [{"path": p, "reason": r} for p, r in self.skipped]
-        return out
-
-    @classmethod
-    def from_sync(cls, report: SyncReport) -> BatchReport:
-        return cls(
-            changed=list(report.changed_files),
-            removed=list(report.removed_files),
-            embedded=report.embedded,
-            chunks=report.chunks,
-            took_ms=report.took_ms,
-            skipped=[(s.path, s.reason) for s in report.skipped],
-        )
-
-    def summary(self) -> str:
-        """A short human line, e.g. for a status bar or the headless command."""
-        parts = []
-        if self.changed:
-            parts.append(f"{len(self.changed)} changed")
-        if self.removed:
-            parts.append(f"{len(self.removed)} removed")
-        what = ", ".join(parts) or "no changes"
-        return f"{what}; {self.embedded} embedded, {self.chunks} chunks, {self.took_ms:.0f} ms"
+#: The folder is gone: the watch resumes when it is back.
+STATE_DELETED = f"waiting: {DELETED_MESSAGE}"
+#: The index is busy: what is owed is retried.
+STATE_BUSY = f"waiting: {BUSY_MESSAGE}"
 
 
 @dataclass
 class _Plan:
-    """A batch reduced to what the indexer needs."""
+    """A batch of raw changes reduced to what the indexer needs."""
 
-    present: dict[str, None] = field(default_factory=dict)  # files/folders that exist
-    gone: dict[str, None] = field(default_factory=dict)  # files/folders that vanished
+    #: Workspace paths to apply (:meth:`Indexer.paths_to_apply`).
+    paths: list[str] = field(default_factory=list)
+    #: An ignore file changed: the rules are reloaded and a full sync follows.
     rules_changed: bool = False
 
 
@@ -130,10 +94,10 @@ class WorkspaceWatcher:
 
     def __init__(
         self,
-        engine: Any,
+        engine: SearchEngine,
         *,
         debounce_ms: int = 250,
-        on_batch: Callable[[BatchReport], None] | None = None,
+        on_batch: Callable[[IndexReport], None] | None = None,
         on_state: Callable[[str], None] | None = None,
         on_error: Callable[[str], None] | None = None,
         max_batch: int = MAX_BATCH,
@@ -163,6 +127,9 @@ class WorkspaceWatcher:
         self._retry_at = 0.0
         self._retry_delay = RETRY_FIRST_S
         self._busy_reported = False
+        # paths handed in by :meth:`enqueue` (any thread), taken by the watcher thread
+        self._queued: list[str] = []
+        self._queue_lock = threading.Lock()
 
     # -- public API ---------------------------------------------------------------------
     @property
@@ -226,7 +193,9 @@ class WorkspaceWatcher:
             except Exception:  # noqa: BLE001
                 pass
 
-    def _report(self, report: BatchReport) -> None:
+    def _report(self, report: IndexReport) -> None:
+        if not report.touched:
+            return
         if self.on_batch is not None:
             try:
                 self.on_batch(report)
@@ -248,14 +217,9 @@ class WorkspaceWatcher:
         d = self._index_dir_str
         return path == d or path.startswith(d.rstrip(os.sep) + os.sep)
 
-    def _is_ignore_file(self, rel: str) -> bool:
-        head, _, name = rel.rpartition("/")
-        if name not in IGNORE_FILES:
-            return False
-        return not head or not self.engine.workspace.rules.is_ignored(head, is_dir=True)
-
     def wants_event(self, change: watchfiles.Change, path: str) -> bool:
-        """The watch filter: is this raw event worth waking up for?"""
+        """The watch filter: is this raw event worth waking up for? (The indexer decides
+        which paths concern the index.)"""
         if self._in_index_dir(path):
             return False
         rel = self.to_rel(path)
@@ -263,101 +227,67 @@ class WorkspaceWatcher:
             return False
         if rel == "":
             return True  # the workspace itself (deleted, renamed)
-        if self._is_ignore_file(rel):
+        indexer = self.engine.indexer
+        if indexer.is_ignore_file(rel):
             return True
-        rules = self.engine.workspace.rules
-        if is_markdown(rel):
-            # a folder named like a file is checked again when the batch is planned
-            return not rules.is_ignored(rel, is_dir=False) or os.path.isdir(path)
-        if change == watchfiles.Change.deleted or not os.path.lexists(path):
-            # something non-markdown that vanished matters only if it was a folder
-            return not rules.is_ignored(rel, is_dir=True)
-        if os.path.isdir(path):
-            return not rules.is_ignored(rel, is_dir=True)
-        return False  # images, temporary files of atomic saves, ...
-
-    def _known_below(self, rel: str) -> bool:
-        """Does the index hold any file below folder ``rel``?"""
-        return self.engine.has_files_under(rel)
-
-    def _walk(self, rel_dir: str) -> Iterable[str]:
-        """The markdown files below a folder, with the workspace's ignore rules."""
-        ws = self.engine.workspace
-        top = self.root / rel_dir
-        seen: set[Path] = set()
-        for dirpath, dirnames, filenames in os.walk(top, followlinks=True):
-            current = Path(dirpath)
-            try:
-                real = current.resolve()
-            except OSError:
-                dirnames[:] = []
-                continue
-            if real in seen or not ws.inside(current):
-                dirnames[:] = []
-                continue
-            seen.add(real)
-            rel_here = current.relative_to(self.root).as_posix()
-            dirnames[:] = [
-                d
-                for d in sorted(dirnames)
-                if not ws.rules.is_ignored(f"{rel_here}/{d}", is_dir=True)
-            ]
-            for name in sorted(filenames):
-                rel = f"{rel_here}/{name}"
-                if ws.wants(rel):
-                    yield rel
+        return indexer.may_concern(rel, deleted=change == watchfiles.Change.deleted)
 
     def plan(self, changes: Iterable[tuple[watchfiles.Change, str]]) -> _Plan:
         """Reduce raw changes to the workspace paths the indexer must look at."""
         plan = _Plan()
-        ws = self.engine.workspace
+        indexer = self.engine.indexer
         kinds: dict[str, set[watchfiles.Change]] = {}
         for change, path in changes:
             kinds.setdefault(path, set()).add(change)
-        invalidated = False
+        rels: list[str] = []
         for path in sorted(kinds):
             rel = self.to_rel(path)
             if not rel or self._in_index_dir(path):
                 continue
-            if self._is_ignore_file(rel):
+            if indexer.is_ignore_file(rel):
                 plan.rules_changed = True
-                continue
-            if os.path.isdir(path):
-                if kinds[path] == {watchfiles.Change.modified}:
-                    continue  # a folder's own metadata; its files report their own changes
-                if not invalidated:
-                    ws.rules.invalidate()  # a folder moved in may bring its own ignore files
-                    invalidated = True
-                if ws.rules.is_ignored(rel, is_dir=True):
-                    continue
-                # moved or copied in: its files raised no events of their own
-                plan.present[rel] = None
-                for f in self._walk(rel):
-                    plan.present[f] = None
-            elif ws.wants(rel):
-                (plan.present if os.path.lexists(path) else plan.gone)[rel] = None
-            elif not os.path.lexists(path) and self._known_below(rel):
-                plan.gone[rel] = None  # a folder that vanished (deleted or moved out)
+            elif kinds[path] == {watchfiles.Change.modified} and os.path.isdir(path):
+                continue  # a folder's own metadata; its files report their own changes
+            else:
+                rels.append(rel)
+        plan.paths = indexer.paths_to_apply(rels)
         return plan
+
+    def enqueue(self, paths: Iterable[str]) -> None:
+        """Apply these workspace paths as if the notifier had reported them (a save the
+        caller knows of, e.g. the app's editor hand-off): the watcher stays the one writer.
+        Safe from any thread; applied at the watcher's next wake-up."""
+        with self._queue_lock:
+            self._queued.extend(paths)
+
+    def _take_queued(self) -> list[str]:
+        with self._queue_lock:
+            queued, self._queued = self._queued, []
+        return queued
 
     # -- the thread ----------------------------------------------------------------------
     def _run(self, reconcile: bool) -> None:
         try:
-            if not self.root.is_dir():
-                self._fail(DELETED_MESSAGE)
-                return
             self._need_sync = reconcile
             restarts = 0
             while not self._stop.is_set():
+                if not self.root.is_dir():
+                    self._wait_for_root()
+                    continue
                 try:
                     self._watch_loop(force_polling=self.force_polling if restarts == 0 else True)
-                    break
+                    if self._stop.is_set():
+                        break
+                    # the folder was deleted (wait for it) or replaced: watch the new one, and
+                    # sync with it (what it holds now may differ in any way)
+                    self._need_sync = True
+                    self._pending.clear()
+                    continue
                 except Exception as exc:  # noqa: BLE001 - the notifier failed; say so, retry
                     if self._stop.is_set():
                         break
                     if not self.root.is_dir():
-                        self._fail(DELETED_MESSAGE)
-                        return
+                        continue
                     restarts += 1
                     if restarts > 3:
                         self._fail(f"the file watcher failed: {exc}")
@@ -376,8 +306,30 @@ class WorkspaceWatcher:
         self._error(message)
         self._set_state(f"error: {message}")
 
+    def _wait_for_root(self) -> None:
+        """The workspace folder is gone: say so once, wait until it is back (or the watch is
+        stopped), then owe a full sync (what it holds now may differ in any way)."""
+        self._set_state(STATE_DELETED)
+        while not self._stop.is_set() and not self.root.is_dir():
+            self._stop.wait(IDLE_TICK_MS / 1000)
+        self._need_sync = True
+        self._pending.clear()
+
+    def _root_identity(self) -> tuple[int, int] | None:
+        try:
+            st = os.stat(self.root)
+        except OSError:
+            return None
+        return (st.st_dev, st.st_ino)
+
     def _watch_loop(self, *, force_polling: bool | None) -> None:
+        """Watch until stopped, or until the workspace folder is deleted or replaced (the
+        notifier watches the folder it was given: a new one at the same path needs a new
+        watch)."""
         first = True
+        identity = self._root_identity()
+        if identity is None:
+            return
         for changes in watchfiles.watch(
             self.root,
             stop_event=self._stop,
@@ -393,9 +345,11 @@ class WorkspaceWatcher:
         ):
             if self._stop.is_set():
                 return
-            if not self.root.is_dir():
-                self._fail(DELETED_MESSAGE)
-                self._stop.set()
+            if self._root_identity() != identity or (watchfiles.Change.deleted, self._root_str) in (
+                changes or ()
+            ):
+                # deleted or replaced (a new folder may even get the old one's inode number):
+                # the caller waits for it, or watches the new one afresh
                 return
             if first:
                 # the notifier is set up now: changes from here on are queued while we sync
@@ -403,17 +357,24 @@ class WorkspaceWatcher:
                 if self._need_sync:
                     self._set_state(STATE_RECONCILING)
                     self._full_sync()
-                self._set_state(STATE_WATCHING)
+                if not self._busy_reported:
+                    self._set_state(STATE_WATCHING)
             if changes:
                 plan = self.plan(changes)
                 if plan.rules_changed:
                     self.engine.workspace.rules.invalidate()
                     self._need_sync = True
-                now = time.monotonic()
-                for rel in [*plan.present, *plan.gone]:
-                    self._pending.pop(rel, None)
-                    self._pending[rel] = now
+                self._queue(plan.paths)
+            queued = self._take_queued()
+            if queued:
+                self._queue(self.engine.indexer.paths_to_apply(queued))
             self._drain()
+
+    def _queue(self, paths: Iterable[str]) -> None:
+        now = time.monotonic()
+        for rel in paths:
+            self._pending.pop(rel, None)
+            self._pending[rel] = now
 
     def _exists(self, rel: str) -> bool:
         return os.path.lexists(self.root / rel)
@@ -448,8 +409,7 @@ class WorkspaceWatcher:
             for p in part:
                 self._pending.pop(p, None)
             self._succeeded()
-            if report.changed_files or report.removed_files or report.embedded:
-                self._report(BatchReport.from_sync(report))
+            self._report(report)
 
     def _holding(self) -> bool:
         """Wait a little while a file that just vanished may come back (see MAX_HOLD_S)."""
@@ -481,13 +441,12 @@ class WorkspaceWatcher:
         self._need_sync = False
         self._pending.clear()  # the sync looked at every path
         self._succeeded()
-        if report.changed_files or report.removed_files or report.embedded:
-            self._report(BatchReport.from_sync(report))
+        self._report(report)
         return True
 
     def _schedule_retry(self, busy_message: str | None, *, busy: bool = False) -> None:
-        if busy and busy_message and not self._busy_reported:
-            self._error(f"{busy_message}; changes are kept and retried")
+        if busy and not self._busy_reported:
+            self._set_state(STATE_BUSY)  # a normal wait: a state, not an error
             self._busy_reported = True
         self._retry_at = time.monotonic() + self._retry_delay
         self._retry_delay = min(self._retry_delay * 2, RETRY_MAX_S)
@@ -496,18 +455,21 @@ class WorkspaceWatcher:
         self._retry_at = 0.0
         self._retry_delay = RETRY_FIRST_S
         self._busy_reported = False
+        if self.state == STATE_BUSY:
+            self._set_state(STATE_WATCHING)
 
 
 # -- headless: ``tui-search index --watch [--json]`` ------------------------------------------
-def run_headless_watch(engine: Any, *, json_lines: bool = False) -> int:
+def run_headless_watch(engine: SearchEngine, *, json_lines: bool = False) -> int:
     """Watch until Ctrl-C or SIGTERM; print one line per applied batch.
 
     With ``json_lines`` each batch is one JSON object on stdout; otherwise a short human line.
     Notices go to stderr. Returns 0 when stopped by the user, 1 when the watch cannot go on
-    (the workspace folder was deleted, the notifier keeps failing).
+    (the notifier keeps failing).
     """
     done = threading.Event()
     out_lock = threading.Lock()
+    root = one_line(str(engine.workspace.root))
     failure: list[str] = []
 
     def emit(line: str, stream: Any) -> None:
@@ -517,21 +479,31 @@ def run_headless_watch(engine: Any, *, json_lines: bool = False) -> int:
             except (BrokenPipeError, ValueError):
                 done.set()
 
-    def on_batch(report: BatchReport) -> None:
+    def on_batch(report: IndexReport) -> None:
         if json_lines:
-            emit(json.dumps(report.to_json(), ensure_ascii=False), sys.stdout)
+            emit(json.dumps(report.batch_json(), ensure_ascii=False), sys.stdout)
         else:
-            names = ", ".join((report.changed + [f"-{p}" for p in report.removed])[:5])
+            names = ", ".join(
+                one_line(p) for p in [*report.changed, *(f"-{p}" for p in report.removed)][:5]
+            )
             more = len(report.changed) + len(report.removed) - 5
             if more > 0:
                 names += f" (+{more} more)"
             emit(f"{time.strftime('%H:%M:%S')} {report.summary()}: {names}", sys.stdout)
-            for path, reason in report.skipped:
-                emit(f"skipped {path}: {reason}", sys.stdout)
+            for skipped in report.skipped:
+                emit(f"skipped {one_line(skipped.path)}: {one_line(skipped.reason)}", sys.stdout)
 
     def on_state(state: str) -> None:
         if state == STATE_WATCHING and not json_lines:
-            emit(f"watching {engine.workspace.root} (Ctrl-C to stop)", sys.stderr)
+            emit(f"watching {root} (Ctrl-C to stop)", sys.stderr)
+        elif state == STATE_DELETED:
+            emit(
+                f"tui-search: warning: the workspace folder {root} was deleted; "
+                "watching resumes when it is back (Ctrl-C to stop)",
+                sys.stderr,
+            )
+        elif state == STATE_BUSY:
+            emit(f"tui-search: note: {BUSY_MESSAGE}", sys.stderr)
         elif state.startswith("error: "):
             failure.append(state[len("error: ") :])
             done.set()
@@ -539,9 +511,7 @@ def run_headless_watch(engine: Any, *, json_lines: bool = False) -> int:
             done.set()
 
     def on_error(message: str) -> None:
-        if message == DELETED_MESSAGE:
-            return  # reported once, with the exit, below
-        emit(f"tui-search: warning: {message}", sys.stderr)
+        emit(f"tui-search: warning: {one_line(message)}", sys.stderr)
 
     watcher = WorkspaceWatcher(
         engine,
@@ -567,9 +537,6 @@ def run_headless_watch(engine: Any, *, json_lines: bool = False) -> int:
         if in_main:
             signal.signal(signal.SIGTERM, previous)
     if failure:
-        reason = failure[0]
-        if reason == DELETED_MESSAGE:
-            reason = f"the workspace folder {engine.workspace.root} was deleted; stopped watching"
-        emit(f"tui-search: error: {reason}", sys.stderr)
+        emit(f"tui-search: error: {one_line(failure[0])}", sys.stderr)
         return 1
     return 0

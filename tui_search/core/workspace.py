@@ -5,12 +5,13 @@ from __future__ import annotations
 import errno
 import os
 import stat as stat_mod
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tui_search.core.errors import WorkspaceError
+from tui_search.core.errors import TuiSearchError, WorkspaceError
 
 MARKDOWN_SUFFIXES = (".md", ".markdown")
 IGNORE_FILES = (".gitignore", ".tuisearchignore")
@@ -117,8 +118,8 @@ class IgnoreRules:
             p = abs_dir / name
             try:
                 if p.is_file():
-                    lines.extend(p.read_text(encoding="utf-8", errors="replace").splitlines())
-            except OSError:
+                    lines.extend(read_text_inside(self.root, p).splitlines())
+            except (OSError, ValueError):  # unreadable, or a symlink: never followed
                 continue
         spec = _compile(lines) if lines else None
         self._specs[rel_dir] = spec  # type: ignore[assignment]
@@ -170,6 +171,30 @@ def is_markdown(name: str) -> bool:
 NOT_UTF8_NAME = "the name is not valid UTF-8: not indexed (a UTF-8 name is)"
 
 
+#: The longest path the system opens, in bytes (Linux's PATH_MAX, the final NUL counted).
+PATH_MAX = 4096
+TOO_LONG = f"the path is over {PATH_MAX - 1:,} bytes, longer than the system opens: not indexed"
+
+
+def too_long(path: str) -> bool:
+    return len(path) >= PATH_MAX // 4 and len(os.fsencode(path)) >= PATH_MAX
+
+
+#: A folder or file changed this recently may change again within the same tick of the file
+#: system's clock, its mtime unchanged (the "racy" entries of git's index): not trusted.
+RACY_NS = 2_000_000_000
+
+
+def settled_mtime(path: str) -> int:
+    """``path``'s mtime in ns, or -1 (never equal to one) when it is too recent to be trusted
+    (``RACY_NS``) or cannot be read."""
+    try:
+        mtime = os.stat(path).st_mtime_ns
+    except OSError:
+        return -1
+    return mtime if time.time_ns() - mtime > RACY_NS else -1
+
+
 def valid_name(name: str) -> bool:
     """Is ``name`` (as the OS gave it, undecodable bytes as surrogates) valid UTF-8?"""
     if name.isascii():
@@ -217,11 +242,27 @@ class Workspace:
         """Would discovery index this (file) path?"""
         return is_markdown(rel_path) and not self.rules.is_ignored(rel_path, is_dir=False)
 
-    def discover(self, skipped: list[Skipped] | None = None) -> Iterator[FileInfo]:
-        """Yield the markdown files, sorted, never following a symlink out of the workspace."""
+    def discover(
+        self, skipped: list[Skipped] | None = None, seen: dict[str, int] | None = None
+    ) -> Iterator[FileInfo]:
+        """Yield the markdown files, sorted, never following a symlink out of the workspace.
+
+        ``seen`` gets the mtime of each folder listed (``<folder>/``, the root ``/``) and of
+        each ignore file (``settled_mtime``): while none of them changes, no file was added,
+        removed or renamed and the ignore rules are the same (``Indexer``'s quick check)."""
         self.rules.invalidate()
         seen_real: set[Path] = set()
-        for dirpath, dirnames, filenames in os.walk(self.root, followlinks=False, onerror=None):
+
+        def unreadable(exc: OSError) -> None:  # a folder that cannot be listed
+            if skipped is not None and exc.filename is not None:
+                rel = self.rel(Path(os.fsdecode(exc.filename)))
+                if rel:
+                    reason = f"folder: cannot be read: {exc.strerror or exc}"
+                    skipped.append(Skipped(display_name(rel), reason))
+
+        for dirpath, dirnames, filenames in os.walk(
+            self.root, followlinks=False, onerror=unreadable
+        ):
             current = Path(dirpath)
             rel_dir = current.relative_to(self.root).as_posix()
             rel_dir = "" if rel_dir == "." else rel_dir
@@ -230,6 +271,13 @@ class Workspace:
                 dirnames[:] = []
                 continue
             seen_real.add(real_dir)
+            if seen is not None:
+                seen[f"{rel_dir}/"] = settled_mtime(dirpath)
+                for name in IGNORE_FILES:
+                    if name in filenames:
+                        seen[f"{rel_dir}/{name}".lstrip("/")] = settled_mtime(
+                            os.path.join(dirpath, name)
+                        )
             keep = []
             for d in sorted(dirnames):
                 rel = f"{rel_dir}/{d}" if rel_dir else d
@@ -239,7 +287,11 @@ class Workspace:
                     if skipped is not None:
                         skipped.append(Skipped(display_name(rel), "folder: " + NOT_UTF8_NAME))
                     continue
-                if (current / d).is_symlink():
+                if too_long(os.path.join(dirpath, d)):
+                    if skipped is not None:
+                        skipped.append(Skipped(rel, "folder: " + TOO_LONG))
+                    continue
+                if os.path.islink(os.path.join(dirpath, d)):
                     # inside: its files are indexed where they really are; outside: never
                     if not self.inside(current / d) and skipped is not None:
                         skipped.append(Skipped(rel, "symlink points outside the workspace"))
@@ -255,6 +307,10 @@ class Workspace:
                         skipped.append(Skipped(display_name(rel), NOT_UTF8_NAME))
                     continue
                 path = os.path.join(dirpath, name)
+                if too_long(path):
+                    if skipped is not None:
+                        skipped.append(Skipped(rel, TOO_LONG))
+                    continue
                 try:
                     st = os.lstat(path)  # one call; a symlink is never followed here
                 except OSError as exc:
@@ -271,6 +327,27 @@ class Workspace:
                         skipped.append(Skipped(rel, not_regular_reason(kind)))
                     continue
                 yield FileInfo(rel, path, st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
+
+    def files_below(self, rel_dir: str) -> Iterator[str]:
+        """The wanted markdown files below a folder (one moved or copied in), with the ignore
+        rules and the full sync's symlink rule (a symlinked folder is never entered;
+        ``lookup`` skips a symlinked file)."""
+        top = self.root / rel_dir
+        if os.path.realpath(top) != str(top):
+            return  # the folder is a symlink, or below one
+        for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
+            current = Path(dirpath)
+            rel_here = current.relative_to(self.root).as_posix()
+            dirnames[:] = [
+                d
+                for d in sorted(dirnames)
+                if not self.rules.is_ignored(f"{rel_here}/{d}", is_dir=True)
+                and not os.path.islink(os.path.join(dirpath, d))
+            ]
+            for name in sorted(filenames):
+                rel = f"{rel_here}/{name}"
+                if self.wants(rel):
+                    yield rel
 
     def stat(self, rel_path: str) -> FileInfo | None:
         """The regular file at ``rel_path``, or None (gone, outside, or not a regular file)."""
@@ -305,6 +382,17 @@ class Workspace:
     def read(self, info: FileInfo, max_bytes: int) -> ReadResult:
         """Read one of this workspace's files (see :func:`read_file`)."""
         return read_file(info, max_bytes, root=self.root)
+
+    def read_current(self, rel_path: str, max_bytes: int) -> ReadResult:
+        """Read a path as it is now (never a file that resolves outside: the file is opened
+        once, with no symlink followed, see :func:`read_file`); a clear error otherwise."""
+        info = self.stat(rel_path)
+        if info is None:
+            raise TuiSearchError(f"{rel_path} is no longer in the workspace")
+        try:
+            return self.read(info, max_bytes)
+        except (OSError, ValueError) as exc:
+            raise TuiSearchError(f"cannot read {rel_path}: {exc}") from exc
 
 
 def decode_bytes(data: bytes) -> tuple[str, str]:
@@ -411,6 +499,18 @@ def open_inside(root: str | Path, path: str | Path) -> int:
             os.close(fd)
             raise OutsideError("the file left the workspace while it was opened: not read")
     return fd
+
+
+def read_text_inside(root: str | Path, path: str | Path, max_bytes: int = 1_000_000) -> str:
+    """A small text file of the workspace (an ignore file), opened as :func:`read_file` opens
+    a note. Raises OSError or ValueError (a symlink, outside, not a regular file)."""
+    fd = open_inside(root, path)
+    with os.fdopen(fd, "rb") as fh:
+        kind = special_kind(os.fstat(fd).st_mode)
+        if kind is not None:
+            raise ValueError(not_regular_reason(kind))
+        data = fh.read(max_bytes)
+    return decode_bytes(data)[0]
 
 
 def read_file(info: FileInfo, max_bytes: int, *, root: str | Path) -> ReadResult:

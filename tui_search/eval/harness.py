@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any
 from tui_search.config import Settings, user_cache_dir
 from tui_search.core.errors import DatasetError, IndexBusyError
 from tui_search.core.index import WriterLock
-from tui_search.core.indexer import Progress
 from tui_search.core.plan import MODES, plan_plain
+from tui_search.core.results import Progress
 from tui_search.eval.metrics import mrr_at_k, ndcg_at_k, percentile, recall_at_k
 
 if TYPE_CHECKING:

@@ -23,12 +23,13 @@ from typing import TYPE_CHECKING, ClassVar, TypeVar
 from textual import work
 from textual.app import App, SuspendNotSupported
 from textual.binding import Binding, BindingType
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
 from tui_search.config import Settings
 from tui_search.core.errors import TuiSearchError
 from tui_search.core.results import FusionWeights
-from tui_search.core.textsafe import sanitize_terminal
+from tui_search.core.textsafe import one_line, sanitize_terminal
 from tui_search.ui.commands import SearchCommands
 from tui_search.ui.memory import WorkspaceMemory
 from tui_search.ui.messages import (
@@ -47,9 +48,8 @@ from tui_search.ui.themes import DEFAULT_THEME, load_themes
 
 if TYPE_CHECKING:
     from tui_search.core.engine import SearchEngine
-    from tui_search.core.indexer import Progress, SyncReport
-    from tui_search.core.results import Hit
-    from tui_search.core.watcher import BatchReport, WorkspaceWatcher
+    from tui_search.core.results import Hit, IndexReport, Progress
+    from tui_search.core.watcher import WorkspaceWatcher
 
 #: Seconds the app waits at exit for an indexing thread to stop at its next progress report.
 EXIT_GRACE = 3.0
@@ -138,6 +138,28 @@ class TuiSearchApp(App[int]):
             self.theme_warning = f"unknown theme {wanted!r}; using {DEFAULT_THEME}"
             wanted = DEFAULT_THEME if DEFAULT_THEME in self.available_themes else "textual-dark"
         self.theme = wanted
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """Every notification (the app's, a screen's or a widget's all come here) is text,
+        never markup: file names, section ids and query text in it are shown as they are
+        (``[link=...]`` or ``[@click=app.quit]`` in a name is neither a link nor an action),
+        and terminal controls, bidi overrides and zero-width characters are removed. The
+        ``markup`` argument is ignored."""
+        super().notify(
+            sanitize_terminal(message),
+            title=one_line(title),
+            severity=severity,
+            timeout=timeout,
+            markup=False,
+        )
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return {
@@ -249,7 +271,7 @@ class TuiSearchApp(App[int]):
         """Runs in the index thread."""
         self.indexing = True
         try:
-            report: SyncReport
+            report: IndexReport
             if paths is None:
                 report = engine.build(self._progress)
             else:
@@ -295,8 +317,8 @@ class TuiSearchApp(App[int]):
         first = not self.index_ready
         self.index_ready = True
         self._search_screen.index_done(message.documents, message.chunks, message.error)
-        for note in message.repaired:  # workspace paths in it: shown as text, not markup
-            self.notify(note, title="Index repaired", severity="warning", timeout=10, markup=False)
+        for note in message.repaired:
+            self.notify(note, title="Index repaired", severity="warning", timeout=10)
         self.settle_memory()
         if first and self.watch_enabled:
             self._start_watcher()
@@ -362,8 +384,17 @@ class TuiSearchApp(App[int]):
             return
         self.reindex(None)
 
+    def reindex(self, paths: list[str] | None) -> None:
+        """Re-index ``paths`` (None: the whole workspace). Paths go through the watcher's
+        queue while it runs (the editor hand-off), so one thread writes the index."""
+        watcher = self.watcher
+        if paths is not None and watcher is not None and watcher.running:
+            watcher.enqueue(paths)
+        else:
+            self._reindex(paths)
+
     @work(exclusive=True, group="index", exit_on_error=False, description="reindex")
-    async def reindex(self, paths: list[str] | None) -> None:
+    async def _reindex(self, paths: list[str] | None) -> None:
         assert self.engine is not None
         self.post_message(IndexProgress("scan", 0, 0))
         await self._in_index_thread(self._sync, self.engine, paths)
@@ -393,10 +424,8 @@ class TuiSearchApp(App[int]):
         status.update_state(watcher="watching")
         self.watcher_state = "watching"
 
-    def _watcher_batch(self, report: BatchReport) -> None:  # watcher thread
-        self.post_message(
-            WatcherBatch(list(report.changed), list(report.removed), int(report.chunks))
-        )
+    def _watcher_batch(self, report: IndexReport) -> None:  # watcher thread
+        self.post_message(WatcherBatch(report))
 
     def _watcher_state(self, state: str) -> None:  # watcher thread
         self.post_message(WatcherState(state))
@@ -429,12 +458,13 @@ class TuiSearchApp(App[int]):
             self.notify(state, title="Watcher", severity="warning", timeout=6)
 
     def on_watcher_batch(self, message: WatcherBatch) -> None:
-        files = message.changed + message.removed
+        report = message.report
+        files = [*report.changed, *report.removed]
         shown = ", ".join(sanitize_terminal(f) for f in files[:3])
         more = f" and {len(files) - 3} more" if len(files) > 3 else ""
         self.last_batch = (
-            f"{time.strftime('%H:%M:%S')}: {len(message.changed)} changed, "
-            f"{len(message.removed)} removed, {message.chunks} sections ({shown}{more})"
+            f"{time.strftime('%H:%M:%S')}: {len(report.changed)} changed, "
+            f"{len(report.removed)} removed, {report.chunks} sections ({shown}{more})"
         )
         self.notify(f"updated {shown}{more}", title="Index", timeout=3)
         self._rerank_wake.set()

@@ -9,7 +9,7 @@ from textual.message import Message
 
 if TYPE_CHECKING:
     from tui_search.core.engine import SearchEngine
-    from tui_search.core.results import SearchResults
+    from tui_search.core.results import IndexReport, SearchResults
     from tui_search.ui.render import RenderedPreview
     from tui_search.ui.search_request import SearchRequest
 
@@ -43,7 +43,7 @@ class IndexDone(Message):
     chunks: int
     skipped: int
     error: str | None = None
-    #: What was found damaged, or made by another version, and rebuilt (``SyncReport``).
+    #: What was found damaged, or made by another version, and rebuilt (``IndexReport``).
     repaired: tuple[str, ...] = ()
 
 
@@ -76,9 +76,7 @@ class WatcherState(Message):
 
 @dataclass
 class WatcherBatch(Message):
-    changed: list[str]
-    removed: list[str]
-    chunks: int
+    report: IndexReport
 
 
 @dataclass

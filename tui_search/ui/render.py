@@ -23,6 +23,7 @@ from rich.text import Text
 from rich.theme import Theme as RichTheme
 from textual.strip import Strip
 
+from tui_search.core.chunking import front_matter_lines
 from tui_search.core.textsafe import sanitize_terminal
 
 #: Source lines rendered around the selected section (``m`` doubles it).
@@ -208,16 +209,6 @@ def obsidian_blocks(text: str) -> list[tuple[str, ...]]:
     return out
 
 
-def split_front_matter(lines: Sequence[str]) -> int:
-    """The index of the first body line (0 when there is no YAML front matter)."""
-    if not lines or lines[0].strip() != "---":
-        return 0
-    for i in range(1, min(len(lines), 500)):
-        if lines[i].strip() in ("---", "..."):
-            return i + 1
-    return 0
-
-
 def choose_window(
     total: int, body_start: int, selected: SectionSpan | None, boundaries: Sequence[int], size: int
 ) -> tuple[int, int]:
@@ -340,7 +331,7 @@ def render_preview(
     )
     src = sanitize_terminal(text).replace("\r\n", "\n").replace("\r", "\n").split("\n")
     total = len(src)
-    body_start = split_front_matter(src)
+    body_start = front_matter_lines("\n".join(src))
     boundaries = sorted({s.line_start for s in sections})
     start, end = choose_window(total, body_start, selected, boundaries, window)
     cuts = sorted({start, *(b for b in boundaries if start < b <= end)})

@@ -14,7 +14,7 @@ from tui_search.core.results import Vocabulary
 
 #: The operator and the partial name at the end of the query bar.
 _TAIL_RE = re.compile(
-    r'(?:^|(?<=[\s(]))[+-]?(?P<op>tag:|#|under:|path:|related:|in:|children:|like:)'
+    r"(?:^|(?<=[\s(]))[+-]?(?P<op>tag:|#|under:|path:|related:|in:|children:|like:)"
     r'(?:(?P<quote>")(?P<quoted>[^"]*)|(?P<name>[^\s"]*))$'
 )
 

@@ -8,15 +8,14 @@ import random
 import pytest
 from whoosh.formats import Frequency, Positions
 
-from tui_search.core.keyword.index import (
-    FastFrequency,
-    FastPositions,
+from tui_search.core.keyword.analysis import (
     IdentifierAnalyzer,
     TextAnalyzer,
     chained_identifier_analyzer,
     chained_text_analyzer,
     is_identifier,
 )
+from tui_search.core.keyword.schema import FastFrequency, FastPositions
 
 WORDS = [
     "the",

@@ -1,4 +1,5 @@
-"""The vectorised BM25F gives exactly Whoosh's own scores, across segments and deletions."""
+"""The vectorised BM25F gives exactly Whoosh's own scores, across segments and deletions,
+both over the live chunks' statistics: after many edits, a clean build's."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from tests.conftest import SAMPLE_WORKSPACE, FakeEmbedder, chunk_record
 from tui_search.config import Settings
 from tui_search.core.engine import SearchEngine
 from tui_search.core.keyword.bm25 import flatten_disjunction
-from tui_search.core.keyword.index import LexicalParams, plain_query
+from tui_search.core.keyword.compile import LexicalParams, plain_query
 
 QUERIES = [
     "how do I restore a backup?",
@@ -38,11 +39,14 @@ def assert_same(engine: SearchEngine) -> None:
         ref = whoosh_ranking(engine, q, 50)
         assert [k for k, _ in ours] == [k for k, _ in ref], text
         assert [round(s, 9) for _, s in ours] == [round(s, 9) for _, s in ref], text
-        # df and idf from the cached postings equal Whoosh's (deleted chunks counted alike)
+        # df from the cached postings equals Whoosh's (deleted chunks counted alike); the idf
+        # both score with is over the live chunks (``LiveBM25F``)
         searcher, fast = engine.indexer.lexical.searcher(), engine.indexer.lexical._fast
         for field, term, _ in flatten_disjunction(q) or []:
             assert fast.doc_frequency(searcher, field, term) == searcher.doc_frequency(field, term)
             assert fast.idf(searcher, field, term) == searcher.idf(field, term)
+            live = fast.live_doc_frequency(searcher, field, term)
+            assert live <= fast.doc_frequency(searcher, field, term)
 
 
 def test_fast_bm25_matches_whoosh(tmp_path: Path) -> None:
@@ -230,7 +234,7 @@ def test_stored_postings_equal_whoosh_and_are_what_searches_read(tmp_path: Path)
     """After a sync every segment's scored fields are kept decoded beside the index; each
     term's stored postings are exactly Whoosh's, and a plain search reads only them."""
     from tui_search.core.keyword.bm25 import FastBM25
-    from tui_search.core.keyword.index import SCORED_FIELDS
+    from tui_search.core.keyword.schema import SCORED_FIELDS
 
     e, _ = _synced_with_segments(tmp_path)
     lex = e.indexer.lexical
@@ -324,7 +328,7 @@ def test_first_index_saves_the_postings_once(tmp_path: Path) -> None:
 
 
 def test_scored_fields_cover_plain_queries() -> None:
-    from tui_search.core.keyword.index import SCORED_FIELDS
+    from tui_search.core.keyword.schema import SCORED_FIELDS
 
     q = plain_query("restore reconcileOrphanedBlobs LUMEN_DB_URL #ops", LexicalParams())
     assert q is not None
@@ -337,7 +341,7 @@ def test_warm_up_reads_what_a_first_search_reads_once(tmp_path: Path) -> None:
     search reads no per-segment table: postings tables, field and file lengths and the chunk
     keys are all in memory, and the page's keys are not read from Whoosh's stored fields."""
     from tui_search.core.keyword.bm25 import FastBM25
-    from tui_search.core.keyword.index import SCORED_FIELDS
+    from tui_search.core.keyword.schema import SCORED_FIELDS
 
     e, ws = _synced_with_segments(tmp_path)
     e.close()
@@ -515,3 +519,42 @@ def test_a_full_sync_leaves_every_segment_table_on_disk(tmp_path: Path) -> None:
         names = {f.name.split(".", 1)[1] for f in tables.glob(f"{seg}.*")}
         assert {"keys", "vkeys", "doc-names", "doc-of", "postings-body.ids"} <= names, names
     fresh.close()
+
+
+def test_after_many_edits_the_keyword_ranking_is_a_clean_builds(tmp_path: Path) -> None:
+    """Deleted chunks stay in their segments until a merge; the statistics BM25F scores with
+    leave them out, so an index edited many times ranks exactly like one built afresh."""
+    ws = tmp_path / "ws"
+    shutil.copytree(SAMPLE_WORKSPACE, ws)
+    e = SearchEngine(Settings(workspace=ws, index_dir=tmp_path / "idx"), embedder=FakeEmbedder())
+    e.sync()
+    files = sorted(ws.rglob("*.md"))
+    originals = {p: p.read_text() for p in files}
+    for r in range(12):  # edits that leave deleted chunks behind in every segment
+        for p in files[r % 5 :: 5]:
+            p.write_text(originals[p].rstrip() + f" backup restore photo query {r}\n")
+        e.sync()
+    for p in files[:3]:  # (a last small edit: the merges leave its deletions in place)
+        p.write_text(originals[p])
+    e.sync()
+    lex = e.indexer.lexical
+    assert lex.searcher().doc_count_all() > lex.doc_count()  # deleted chunks still there
+    clean = SearchEngine(
+        Settings(workspace=ws, index_dir=tmp_path / "clean"), embedder=FakeEmbedder()
+    )
+    clean.sync()
+    queries = [*QUERIES, "backup AND restore", '"restore from backup"', "query -photo"]
+    for q in queries:
+        edited = [
+            (h.section_id, round(h.relevance_score, 9))
+            for h in e.search(q, mode="keyword", limit=10).hits
+        ]
+        fresh = [
+            (h.section_id, round(h.relevance_score, 9))
+            for h in clean.search(q, mode="keyword", limit=10).hits
+        ]
+        assert [k for k, _ in edited] == [k for k, _ in fresh], q
+        # (the scores agree to the stored lengths' rounding of the deleted chunks)
+        assert [s for _, s in edited] == pytest.approx([s for _, s in fresh], rel=1e-3), q
+    e.close()
+    clean.close()

@@ -1,4 +1,4 @@
-"""The text fields are stemmed with Snowball's English stemmer (issue 10, session 16), and an
+"""The text fields are stemmed with Snowball's English stemmer, and an
 index analysed otherwise is rebuilt from the manifest when it is opened."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from tests.conftest import write_files
 from tui_search.config import Settings
 from tui_search.core.engine import SearchEngine
-from tui_search.core.keyword.index import ANALYSIS, ANALYSIS_FILE, analyze, stem_word
+from tui_search.core.keyword.analysis import ANALYSIS, ANALYSIS_FILE, analyze, stem_word
 
 
 @pytest.mark.parametrize(

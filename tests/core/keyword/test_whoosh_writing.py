@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -9,8 +11,10 @@ from pathlib import Path
 
 import pytest
 from whoosh import index as whoosh_index
+from whoosh import query as Q
 from whoosh.fields import ID, TEXT, Schema
 
+from tui_search.core.errors import IndexError_
 from tui_search.core.keyword import index as lexical
 from tui_search.core.keyword import writing as whoosh_writing
 from tui_search.core.keyword.index import LexicalIndex
@@ -132,8 +136,8 @@ def test_the_bulk_writer_processes_are_not_forked_from_the_indexing_process(
         assert task._popen.method == expected  # type: ignore[attr-defined]
         assert task.exitcode == 0  # type: ignore[attr-defined]
     assert bulk.doc_count() == single.doc_count() == 300
-    assert sorted(bulk.matching_keys(lexical.Q.Term("body", "getuserbyid"))) == sorted(
-        single.matching_keys(lexical.Q.Term("body", "getuserbyid"))
+    assert sorted(bulk.matching_keys(Q.Term("body", "getuserbyid"))) == sorted(
+        single.matching_keys(Q.Term("body", "getuserbyid"))
     )
     bulk.close()
     single.close()
@@ -166,7 +170,52 @@ def test_a_script_without_a_main_guard_can_bulk_write(tmp_path: Path) -> None:
         )
     )
     done = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=False
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=300, check=False
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["top level ran", "documents 200"], done.stderr
+
+
+def test_a_bulk_writer_process_that_dies_fails_the_write_instead_of_hanging(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A writer process killed (the out-of-memory killer, a user) while the indexer hands it
+    chunks: the write ends with a clear error and keeps nothing, the next one writes them."""
+    new_task = whoosh_writing.IsolatedMpWriter._new_task
+    killed: list[int] = []
+
+    def kill_the_first(self):  # type: ignore[no-untyped-def]
+        task = new_task(self)
+        if not killed:
+            os.kill(task.pid, signal.SIGKILL)
+            killed.append(task.pid)
+        return task
+
+    monkeypatch.setattr(whoosh_writing.IsolatedMpWriter, "_new_task", kill_the_first)
+    monkeypatch.setattr(lexical, "BULK_WRITE", 10)
+    records = [
+        ChunkRecord(
+            key=f"n{i}.md:s#0",
+            vkey=i,
+            section_id=f"n{i}:s",
+            chunk_index=0,
+            doc=f"n{i}",
+            file_path=f"n{i}.md",
+            title=f"Note {i}",
+            heading="S",
+            heading_path=("S",),
+            level=1,
+            line_start=1,
+            line_end=2,
+            content=f"alpha {i} " + "words " * 20,
+            tags=(),
+            content_hash=str(i),
+        )
+        for i in range(1500)
+    ]
+    index = LexicalIndex(tmp_path / "bulk")
+    with pytest.raises(IndexError_, match="writer process ended"):
+        index.write([], records)
+    assert index.doc_count() == 0
+    index.write([], records)
+    assert index.doc_count() == 1500

@@ -1,4 +1,4 @@
-"""Semantic mode's cosines without the index's common direction (issue 10, session 6)."""
+"""Semantic mode's cosines without the index's common direction."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""A section whose title and headings name what the query asks about gains (issue 10,
-session 14): ``1 + boost x coverage²`` in hybrid and keyword mode."""
+"""A section whose title and headings name what the query asks about gains:
+``1 + boost x coverage²`` in hybrid and keyword mode."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from tests.conftest import SAMPLE_WORKSPACE
 from tui_search.config import Settings
 from tui_search.core.embedding import Model2VecEmbedder
 from tui_search.core.engine import SearchEngine
-from tui_search.core.keyword.index import HEADING_FIELDS, query_term_weights
+from tui_search.core.keyword.analysis import query_term_weights
+from tui_search.core.keyword.schema import HEADING_FIELDS
 from tui_search.core.ranking.fusion import (
     FusionParams,
     Scored,

@@ -1,5 +1,5 @@
 """Link-list sections ("See also", index pages) rank below the pages they point to: their
-words describe other pages (issue 10, session 14)."""
+words describe other pages."""
 
 from __future__ import annotations
 

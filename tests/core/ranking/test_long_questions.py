@@ -1,4 +1,4 @@
-"""Hybrid mode takes semantic mode's rules in part for long questions (issue 10, session 20)."""
+"""Hybrid mode takes semantic mode's rules in part for long questions."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Hybrid mode's long questions take a share of their rules' score from query likelihood, a
-Dirichlet-smoothed language model of each section's title and text (issue 10, session 22)."""
+Dirichlet-smoothed language model of each section's title and text."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from tests.conftest import rank_sample, write_files
 from tui_search.config import Settings, load_settings
 from tui_search.core.embedding import Model2VecEmbedder
 from tui_search.core.engine import SearchEngine
-from tui_search.core.keyword.index import LIKELIHOOD_FIELDS, text_analyzer
+from tui_search.core.keyword.analysis import text_analyzer
+from tui_search.core.keyword.schema import LIKELIHOOD_FIELDS
 from tui_search.core.ranking.fusion import (
     FusionParams,
     Scored,

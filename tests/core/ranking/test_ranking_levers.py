@@ -1,4 +1,4 @@
-"""Issue 10's ranking levers: repeated query words, document and whole-file evidence."""
+"""Ranking levers: repeated query words, document and whole-file evidence."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ import math
 import pytest
 
 from tui_search.config import Settings
+from tui_search.core.keyword.analysis import query_term_weights
 from tui_search.core.keyword.bm25 import flatten_disjunction
-from tui_search.core.keyword.index import LexicalParams, plain_query, query_term_weights
+from tui_search.core.keyword.compile import LexicalParams, plain_query
 from tui_search.core.ranking.fusion import (
     FusionParams,
     Scored,
@@ -144,7 +145,7 @@ def _whoosh_index(path, docs, deleted=()):  # type: ignore[no-untyped-def]
     """A Whoosh index of (key, doc, body) rows, one segment per row batch, then deletions."""
     from whoosh import index as whoosh_index
 
-    from tui_search.core.keyword.index import make_schema
+    from tui_search.core.keyword.schema import make_schema
 
     path.mkdir()
     ix = whoosh_index.create_in(str(path), make_schema())

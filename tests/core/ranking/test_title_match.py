@@ -1,5 +1,5 @@
-"""A document whose title is what the query names comes first (issue 10, session 16):
-``1 + boost x match²`` in every mode (semantic mode since session 18), match = the share of
+"""A document whose title is what the query names comes first:
+``1 + boost x match²`` in every mode, match = the share of
 the query the title holds x the share of the title the query holds."""
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from tests.conftest import write_files
 from tui_search.config import Settings
 from tui_search.core.embedding import Model2VecEmbedder
 from tui_search.core.engine import SearchEngine
-from tui_search.core.keyword.index import HEADING_FIELDS, TITLE_FIELD, query_term_weights
+from tui_search.core.keyword.analysis import query_term_weights
+from tui_search.core.keyword.schema import HEADING_FIELDS, TITLE_FIELD
 from tui_search.core.ranking.fusion import (
     TITLE_MATCH_FLOOR,
     FusionParams,
@@ -101,7 +102,7 @@ def test_the_page_the_title_names_comes_first(tmp_path: Path, model: Model2VecEm
     """The real index and model: "Lieutenant Governor of Texas", whose page says the
     query's words more often, comes first in keyword mode without the title match; the page
     titled with the query comes first with it, in keyword and hybrid mode. Semantic mode takes
-    the title match too (session 18), but not the heading match."""
+    the title match too, but not the heading match."""
     named = "governor:governor-of-texas"
     assert _search(tmp_path / "off", model, 0.0, "keyword")[0]["id"] != named
     boost = Settings().title_match_boost

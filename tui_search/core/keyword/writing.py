@@ -21,7 +21,7 @@ So large merges wait until there are many segments. The ``MERGE_FANIN`` smallest
 merge when
 - together they hold at most ``SEGMENT_CAP`` live chunks: a merge reads a bounded amount, and
   the new segment holds that and the commit's own chunks (none in a bulk write, where the
-  writer processes make their own segments; fewer than ``lexical.BULK_WRITE`` otherwise);
+  writer processes make their own segments; fewer than ``index.BULK_WRITE`` otherwise);
 - the largest of them holds at most as many as the others together: one segment is not
   rewritten for the sake of a few much smaller ones (a saved edit makes a one-chunk segment;
   five of those merge with each other, not into the 4,000-chunk segment beside them), so a
@@ -38,10 +38,13 @@ without the program's main script (see ``tui_search.core.processes``).
 
 from __future__ import annotations
 
+import os
+import queue
 from typing import Any
 
 import tui_search.core.startup  # noqa: F401  (before Whoosh: see its docstring)
-from tui_search.core.processes import make_queue, popen
+from tui_search.core.errors import IndexError_
+from tui_search.core.processes import end_with_owner, make_queue, popen
 
 # isort: split
 from whoosh.multiproc import MpWriter, SubWriterTask
@@ -81,30 +84,97 @@ def merge_bounded(writer: Any, segments: list[Any]) -> list[Any]:
 
 class _WriterProcess(SubWriterTask):
     """Whoosh's writer process, started from ``worker_context()`` instead of the default, and
-    without the main script."""
+    without the main script; it ends when the process that started it is gone."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.owner = os.getpid()
 
     @staticmethod
     def _Popen(process_obj: Any) -> Any:  # noqa: N802 - multiprocessing's hook
         return popen(process_obj)
 
+    def run(self) -> None:
+        end_with_owner(self.owner)
+        super().run()
+
+
+class _Watched:
+    """A queue of the bulk writer, as its own process sees it: a put that waits on a full
+    queue and a get that waits for a result end with an error as soon as a writer process has
+    died (killed, out of memory) instead of waiting forever (put) or leaving that process's
+    chunks out of the commit without a word (Whoosh's get gives up after a second)."""
+
+    def __init__(self, inner: Any, tasks: list[Any]) -> None:
+        self.inner, self.tasks = inner, tasks
+
+    def _check(self) -> None:
+        dead = [t for t in self.tasks if not t.is_alive() and t.exitcode not in (0, None)]
+        if dead:
+            raise IndexError_(
+                f"a full-text writer process ended (exit code {dead[0].exitcode}); "
+                "nothing of this write was kept, the next update writes it again"
+            )
+
+    def put(self, item: Any) -> None:
+        while True:
+            try:
+                self.inner.put(item, timeout=WATCH_POLL_S)
+                return
+            except queue.Full:
+                self._check()
+
+    def get(self, timeout: float | None = None) -> Any:
+        while True:
+            try:
+                return self.inner.get(timeout=WATCH_POLL_S)
+            except queue.Empty:
+                self._check()
+                if not any(t.is_alive() for t in self.tasks):
+                    raise IndexError_(
+                        "a full-text writer process ended without its result; nothing of "
+                        "this write was kept, the next update writes it again"
+                    ) from None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+#: How often a wait on the bulk writer's processes looks whether they are still there (s).
+WATCH_POLL_S = 1.0
+
 
 class IsolatedMpWriter(MpWriter):
-    """Whoosh's multi-process writer, its processes and queues from ``processes``."""
+    """Whoosh's multi-process writer, its processes and queues from ``processes``; a writer
+    process that dies makes the write fail with a clear error (``_Watched``)."""
 
     def __init__(self, ix: Any, procs: int, **kwargs: Any) -> None:
         super().__init__(ix, procs=procs, **kwargs)
-        self.jobqueue = make_queue(self.procs * 4)
-        self.resultqueue = make_queue()
+        self._jobs = make_queue(self.procs * 4)
+        self._results = make_queue()
+        self.jobqueue = _Watched(self._jobs, self.tasks)
+        self.resultqueue = _Watched(self._results, self.tasks)
 
     def _new_task(self) -> SubWriterTask:
         task = _WriterProcess(
             self.storage,
             self.indexname,
-            self.jobqueue,
-            self.resultqueue,
+            self._jobs,
+            self._results,
             self.subargs,
             self.multisegment,
         )
         self.tasks.append(task)
         task.start()
         return task
+
+    def cancel(self) -> None:
+        """Whoosh's cancel marks its processes cancelled in this process only: they are ended
+        here too (one waiting for work would wait forever)."""
+        try:
+            super().cancel()
+        finally:
+            for task in self.tasks:
+                if task.is_alive():
+                    task.terminate()
+                    task.join(timeout=5)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from whoosh import query as Q
 
 from tui_search.core.errors import QueryError
-from tui_search.core.keyword.index import identifiers_in, phrase_terms
+from tui_search.core.keyword.analysis import identifiers_in, phrase_terms
 
 if TYPE_CHECKING:
     from tui_search.core.plan import QueryPlan
@@ -35,10 +35,12 @@ def term_query(term: str) -> Q.Query:
     if rest_words or not idents:
         if not words:
             raise QueryError(f"exact term {term!r} has no searchable characters")
-        fields = [
-            Q.Phrase(f, words) if len(words) > 1 else Q.Term(f, words[0])
-            for f in ("body", "heading", "title")
-        ]
+        if len(words) == 1:
+            fields: list[Q.Query] = [Q.Term(f, words[0]) for f in ("body", "heading", "title")]
+        else:
+            # the body keeps positions (a phrase); a heading or title holds every word
+            fields = [Q.Phrase("body", words)]
+            fields += [Q.And([Q.Term(f, w) for w in words]) for f in ("heading", "title")]
         clauses.append(Q.Or(fields))
     return clauses[0] if len(clauses) == 1 else Q.And(clauses)
 

@@ -16,8 +16,6 @@ from __future__ import annotations
 import collections
 import dataclasses
 import heapq
-import posixpath
-import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
@@ -27,39 +25,35 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
-from whoosh import query as Q
 
 from tui_search.core.embedding import Embedder, TokenEmbedder
 from tui_search.core.errors import ModelError
 from tui_search.core.index import SearchIndex
-from tui_search.core.keyword.index import (
-    HEADING_FIELDS,
-    LIKELIHOOD_FIELDS,
-    TITLE_FIELD,
-    LexicalParams,
-    LexicalSnapshot,
+from tui_search.core.keyword.analysis import (
     analyze,
     analyzed_spans,
-    identifiers_in,
-    phrase_terms,
-    plain_query,
     query_term_weights,
     question_terms,
-    term_clause,
 )
+from tui_search.core.keyword.compile import (
+    NOTHING,
+    Compiler,
+    LexicalParams,
+    paths_query,
+    plain_query,
+)
+from tui_search.core.keyword.schema import HEADING_FIELDS, LIKELIHOOD_FIELDS, TITLE_FIELD
+from tui_search.core.keyword.snapshot import LexicalSnapshot
 from tui_search.core.plan import (
-    And,
     Field,
     Mode,
     Node,
-    Not,
-    Or,
     Phrase,
     QueryPlan,
     Seq,
     Word,
 )
-from tui_search.core.query import QuerySyntaxError, has_text
+from tui_search.core.query import has_text
 from tui_search.core.ranking.centering import SAMPLE_SIZE, Centering
 from tui_search.core.ranking.exact import term_query
 from tui_search.core.ranking.fusion import (
@@ -83,8 +77,7 @@ from tui_search.core.ranking.fusion import (
 from tui_search.core.ranking.softmatch import query_token_weights, soft_match_score_sets
 from tui_search.core.store import vector_key
 
-if TYPE_CHECKING:  # networkx loads only when a query names documents
-    from tui_search.core.graph import LinkGraph
+if TYPE_CHECKING:
     from tui_search.core.ranking.rerank import Reranker, RerankOutcome
 
 #: A boolean query's matches fused with the semantic side, by keyword score (the rest follow
@@ -97,273 +90,6 @@ TOKEN_CACHE_SIZE = 50_000
 EXACT_VECTOR_LIMIT = 5_000
 #: The deepest graph search a broad filter asks for.
 MAX_FILTERED_K = 5_000
-
-
-# -- the query tree -> Whoosh queries ----------------------------------------------------------------
-_TRUE = None  # "matches everything" in the relaxed (filter) algebra
-_FALSE = Q.NullQuery
-
-
-def _q_and(parts: list[Q.Query | None]) -> Q.Query | None:
-    kept = [p for p in parts if p is not None]
-    if any(p is _FALSE for p in kept):
-        return _FALSE
-    if not kept:
-        return _TRUE
-    return kept[0] if len(kept) == 1 else Q.And(kept)
-
-
-def _q_or(parts: list[Q.Query | None]) -> Q.Query | None:
-    if any(p is None for p in parts):
-        return _TRUE
-    kept = [p for p in parts if p is not _FALSE]
-    if not kept:
-        return _FALSE
-    return kept[0] if len(kept) == 1 else Q.Or(kept)
-
-
-def _q_not(part: Q.Query | None) -> Q.Query | None:
-    if part is None:
-        return _FALSE
-    if part is _FALSE:
-        return _TRUE
-    return Q.Not(part)
-
-
-def _paths_query(paths: Iterable[str]) -> Q.Query:
-    items = sorted(paths)
-    if not items:
-        return _FALSE
-    if len(items) == 1:
-        return Q.Term("path", items[0])
-    return Q.Or([Q.Term("path", p) for p in items])
-
-
-def glob_regex(glob: str) -> re.Pattern[str]:
-    """``**`` any characters, ``*`` within a path segment, ``?`` one character; case-insensitive."""
-    out = []
-    i = 0
-    while i < len(glob):
-        c = glob[i]
-        if glob.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-            continue
-        if glob.startswith("**", i):
-            out.append(".*")
-            i += 2
-            continue
-        out.append("[^/]*" if c == "*" else "[^/]" if c == "?" else re.escape(c))
-        i += 1
-    return re.compile("".join(out) + r"\Z", re.IGNORECASE)
-
-
-def match_path_glob(glob: str, paths: list[str]) -> list[str]:
-    """``path:GLOB``: a glob over workspace paths (over the file name when it has no ``/``);
-    without wildcards, any path that contains the text (case-insensitive)."""
-    g = glob.strip().lstrip("./") if glob.strip().startswith("./") else glob.strip().lstrip("/")
-    if not any(c in g for c in "*?"):
-        low = g.lower()
-        return [p for p in paths if low in p.lower()]
-    rx = glob_regex(g)
-    if "/" in g:
-        return [p for p in paths if rx.match(p)]
-    return [p for p in paths if rx.match(posixpath.basename(p))]
-
-
-@dataclass
-class _Compiler:
-    """The query tree -> Whoosh queries, filters resolved with the indexed paths (``path:``,
-    ``in:``) and the link graph (the others; it is made only when a query needs it)."""
-
-    graph_source: Callable[[], LinkGraph]
-    paths_source: Callable[[], Iterable[str]]
-    params: LexicalParams
-    depth: int
-    warnings: list[str] = field(default_factory=list)
-    distances: dict[str, int] = field(default_factory=dict)
-    _graph: LinkGraph | None = None
-    _cache: dict[Field, Q.Query] = field(default_factory=dict)
-
-    @property
-    def graph(self) -> LinkGraph:
-        if self._graph is None:
-            self._graph = self.graph_source()
-        return self._graph
-
-    def doc(self, name: str, op: str) -> str | None:
-        path = self.graph.resolve(name)
-        if path is None:
-            self.warnings.append(f"{op}:{name}: no such document")
-        return path
-
-    # leaves --------------------------------------------------------------------------
-    def word(self, w: Word) -> Q.Query | None:
-        terms = analyze(w.text)
-        clauses: list[Q.Query] = []
-        if terms:
-            tq = [term_clause(t, self.params) for t in terms]
-            clauses.append(tq[0] if len(tq) == 1 else Q.And(tq))
-        clauses += [
-            Q.Term("ident", i, boost=self.params.ident_boost) for i in identifiers_in(w.text)
-        ]
-        if not clauses:
-            return _TRUE
-        return clauses[0] if len(clauses) == 1 else Q.Or(clauses)
-
-    def phrase(self, p: Phrase) -> Q.Query | None:
-        words = phrase_terms(p.text)
-        if not words:
-            return self.word(Word(p.text))
-        if len(words) == 1:
-            return term_clause(words[0], self.params)
-        return Q.Or(
-            [
-                Q.Phrase("body", words),
-                Q.And([Q.Term("heading", t) for t in words], boost=self.params.heading_boost),
-                Q.And([Q.Term("title", t) for t in words], boost=self.params.title_boost),
-            ]
-        )
-
-    def filter(self, f: Field) -> Q.Query:
-        if f not in self._cache:
-            self._cache[f] = self._filter(f)
-        return self._cache[f]
-
-    def _filter(self, f: Field) -> Q.Query:
-        v = f.value.strip()
-        if f.name == "tag":
-            tag = v.lstrip("#").strip().lower()
-            return Q.Or([Q.Term("tags", tag), Q.Prefix("tags", tag.rstrip("/") + "/")])
-        if f.name == "path":
-            return _paths_query(match_path_glob(v, list(self.paths_source())))
-        if f.name == "in":
-            paths = list(self.paths_source())
-            folder = v.strip().strip("/")
-            if folder in ("", "."):
-                return _paths_query(paths)
-            found = [p for p in paths if p.startswith(folder + "/")]
-            if not found:
-                low = folder.lower() + "/"
-                found = [p for p in paths if p.lower().startswith(low)]
-            return _paths_query(found)
-        if f.name in ("under", "children"):
-            g = self.graph
-            found = g.descendants(v) if f.name == "under" else g.children(v)
-            if not found and g.resolve(v) is None and not g.is_folder(v):
-                self.warnings.append(f"{f.name}:{v}: no such document or folder")
-            return _paths_query(found)
-        if f.name == "related":
-            path = self.doc(v, "related")
-            if path is None:
-                return _FALSE
-            near = self.graph.within(path, self.depth)
-            for p, d in near.items():
-                self.distances[p] = min(d, self.distances.get(p, d))
-            return _paths_query(set(near))
-        raise QuerySyntaxError(f"unknown operator {f.name}:")  # pragma: no cover
-
-    # exact, scored query (keyword arm) --------------------------------------------------
-    def exact(self, node: Node) -> Q.Query | None:
-        """A query matching exactly the chunks that satisfy ``node`` (filters score 0)."""
-        if isinstance(node, Word):
-            return self.word(node)
-        if isinstance(node, Phrase):
-            return self.phrase(node)
-        if isinstance(node, Field):
-            return Q.ConstantScoreQuery(self.filter(node), 0.0)
-        if isinstance(node, Not):
-            return _q_not(self.exact(node.child))
-        if isinstance(node, And):
-            return _q_and([self.exact(c) for c in node.children])
-        if isinstance(node, Or):
-            return _q_or([self.exact(c) for c in node.children])
-        return self.seq(node)
-
-    def seq(self, node: Seq) -> Q.Query | None:
-        words = [c.text for c in node.should if isinstance(c, Word)]
-        should: list[Q.Query | None] = []
-        if words:
-            joined = " ".join(words)
-            pq = plain_query(joined, self.params)
-            should.append(pq if pq is not None else _TRUE)
-        should += [self.exact(c) for c in node.should if not isinstance(c, Word)]
-        text_must = [self.exact(c) for c in node.must if has_text(c)]
-        filter_must = [self.exact(c) for c in node.must if not has_text(c)]
-        excluded = _q_or([self.exact(c) for c in node.must_not]) if node.must_not else _FALSE
-        must = _q_and(text_must)
-        optional = _q_or(should) if should else _FALSE
-        if text_must:
-            if must is _FALSE:
-                return _FALSE
-            base: Q.Query | None = must
-            if optional is not _FALSE and optional is not None and must is not None:
-                base = Q.AndMaybe(must, optional)
-            elif must is None:
-                base = optional if optional is not _FALSE else None
-        else:
-            base = optional if should else None
-        if base is _FALSE:
-            return _FALSE
-        filters = _q_and(filter_must)
-        if filters is _FALSE or excluded is None:
-            return _FALSE
-        if base is None:
-            base = Q.ConstantScoreQuery(Q.Every(), 0.0)
-        if filters is not None:
-            base = Q.Require(base, filters)
-        if excluded is not _FALSE:
-            base = Q.AndNot(base, excluded)
-        return base
-
-    # relaxed filter (every arm) -----------------------------------------------------------
-    def sup(self, node: Node) -> Q.Query | None:
-        """A superset of the satisfying chunks: text that must match is relaxed to "anything",
-        filters and excluded text are kept. Restricts the semantic arm too."""
-        if isinstance(node, (Word, Phrase)):
-            return _TRUE
-        if isinstance(node, Field):
-            return self.filter(node)
-        if isinstance(node, Not):
-            return _q_not(self.sub(node.child))
-        if isinstance(node, And):
-            return _q_and([self.sup(c) for c in node.children])
-        if isinstance(node, Or):
-            return _q_or([self.sup(c) for c in node.children])
-        parts = [self.sup(c) for c in node.must]
-        parts += [_q_not(self.sub(c)) for c in node.must_not]
-        if node.should and not node.must:
-            parts.append(_q_or([self.sup(c) for c in node.should]))
-        return _q_and(parts)
-
-    def sub(self, node: Node) -> Q.Query | None:
-        """A subset of the satisfying chunks (used under negation): text matched exactly."""
-        if isinstance(node, Word):
-            return self.word(node)
-        if isinstance(node, Phrase):
-            return self.phrase(node)
-        if isinstance(node, Field):
-            return self.filter(node)
-        if isinstance(node, Not):
-            return _q_not(self.sup(node.child))
-        if isinstance(node, And):
-            return _q_and([self.sub(c) for c in node.children])
-        if isinstance(node, Or):
-            return _q_or([self.sub(c) for c in node.children])
-        parts = [self.sub(c) for c in node.must]
-        parts += [_q_not(self.sup(c)) for c in node.must_not]
-        if node.should and not node.must:
-            parts.append(_q_or([self.sub(c) for c in node.should]))
-        return _q_and(parts)
-
-
-def compile_tree(
-    tree: Node, graph_source: Callable[[], LinkGraph], params: LexicalParams, depth: int = 1
-) -> tuple[Q.Query | None, Q.Query | None]:
-    """The Whoosh queries of a query tree: the exact (scored) one and the relaxed filter that
-    restricts every arm (``None`` = no restriction)."""
-    c = _Compiler(graph_source, lambda: graph_source().documents, params, depth)
-    return c.exact(tree), c.sup(tree)
 
 
 def order_by_tier(ranked: list[Scored], tiers: dict[str, int] | None) -> list[Scored]:
@@ -596,7 +322,7 @@ class Retriever:
     def rank(self, plan: QueryPlan, mode: Mode, fusion: FusionParams) -> Ranking:
         snap = self.index.lexical.snapshot()
         store = self.index.store
-        c = _Compiler(
+        c = Compiler(
             self.index.graph, lambda: self.index.doc_paths().values(), self.params, plan.depth
         )
         # every filter, once, as one mask of allowed documents
@@ -607,9 +333,9 @@ class Retriever:
                 allowed = snap.mask(sup)
         like_vector, excluded = self._like(plan, c)
         if excluded:
-            allowed = _and(allowed, snap.live() & ~snap.mask(_paths_query(excluded)))
+            allowed = _and(allowed, snap.live() & ~snap.mask(paths_query(excluded)))
         if plan.scope is not None:
-            allowed = _and(allowed, snap.mask(_paths_query(plan.scope)))
+            allowed = _and(allowed, snap.mask(paths_query(plan.scope)))
         if plan.exact_terms:  # every result holds every exact term, on every arm
             for term in plan.exact_terms:
                 allowed = _and(allowed, snap.mask(term_query(term)))
@@ -853,7 +579,7 @@ class Retriever:
         mix_likelihood(scored, likelihood, fusion.long_question_likelihood)
 
     # -- resolution ---------------------------------------------------------------------
-    def _like(self, plan: QueryPlan, c: _Compiler) -> tuple[np.ndarray | None, list[str]]:
+    def _like(self, plan: QueryPlan, c: Compiler) -> tuple[np.ndarray | None, list[str]]:
         """``like:`` documents -> the mean vector (with ``similar:`` text) and the documents
         to leave out of the results."""
         if not plan.like:
@@ -882,7 +608,7 @@ class Retriever:
     def _keyword_arm(
         self,
         plan: QueryPlan,
-        c: _Compiler,
+        c: Compiler,
         snap: LexicalSnapshot,
         allowed: np.ndarray | None,
     ) -> tuple[np.ndarray, np.ndarray]:
@@ -902,7 +628,7 @@ class Retriever:
         query = plain_query(words, self.params) if words is not None else None
         if query is None:
             query = c.exact(plan.tree)
-            if query is None or query is _FALSE:
+            if query is None or query is NOTHING:
                 return none
         return snap.search_arrays(query, None, allowed, file_weight=self.params.file_weight)
 

@@ -23,7 +23,7 @@ from textual.strip import Strip
 from textual.timer import Timer
 from textual.worker import get_current_worker
 
-from tui_search.core.chunking import slugify
+from tui_search.core.chunking import front_matter_lines, slugify
 from tui_search.core.errors import TuiSearchError
 from tui_search.core.snippets import Highlighter
 from tui_search.core.textsafe import sanitize_terminal
@@ -40,7 +40,6 @@ from tui_search.ui.render import (
     SectionSpan,
     message_lines,
     render_preview,
-    split_front_matter,
 )
 
 if TYPE_CHECKING:
@@ -440,7 +439,7 @@ def embed_resolver(engine: SearchEngine, path: str) -> EmbedResolver:
             section = section_for_anchor(spans, engine.resolve_anchor(doc, anchor))
             body = lines[section.line_start - 1 : section.line_end] if section else []
         else:
-            body = lines[split_front_matter(lines) :]
+            body = lines[front_matter_lines("\n".join(lines)) :]
         if not body:
             return Embedded(title, f"*(no {anchor} in {doc})*")
         if len(body) > EMBED_LINES:

@@ -53,6 +53,8 @@ class StatusLine(Static):
         watcher_style = "$success" if s.watcher == "watching" else "$text-muted"
         if s.watcher.startswith("error"):
             watcher_style = "$error"
+        elif s.watcher.startswith("waiting"):  # a normal wait (index busy, folder gone)
+            watcher_style = "$warning"
         if not (s.indexing and s.watcher == "off"):  # keep the line short while indexing
             parts.append(Content.assemble("watcher: ", (s.watcher, watcher_style)))
         if s.rerank:

@@ -1,0 +1,219 @@
+"""One page of a ranking: the results it shows (flat, or grouped by file), the counts for
+paging, the hits made for those rows only, and the token that continues it.
+
+A ranking holds every result of a query (270k of them for a broad boolean query at 275k
+chunks); a page reads records and makes snippets for the few rows it shows.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tui_search.core.errors import QueryError
+from tui_search.core.ranking.fusion import Scored, document_of
+from tui_search.core.ranking.retriever import Ranking
+from tui_search.core.results import DocumentGroup, Hit
+from tui_search.core.snippets import Highlighter
+from tui_search.core.store import ChunkRecord
+
+#: A page grouped by file: (file path, its passages shown, how many results the file has).
+Group = tuple[str, list[Scored], int]
+
+
+# -- continuation tokens ----------------------------------------------------------------
+def query_id(*parts: object) -> str:
+    """A short id of what a search asked (its text, mode, grouping, weights): a token is only
+    valid for the search that made it."""
+    ident = "\x00".join(str(p) for p in parts)
+    return hashlib.sha1(ident.encode()).hexdigest()[:12]
+
+
+def encode_token(query_id: str, offset: int) -> str:
+    raw = json.dumps({"q": query_id, "o": offset}, separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_token(token: str, query_id: str) -> int:
+    try:
+        padded = token + "=" * (-len(token) % 4)
+        data = json.loads(base64.urlsafe_b64decode(padded.encode()))
+        offset = int(data["o"])
+        qid = str(data["q"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise QueryError("the continuation token is not valid") from exc
+    if qid != query_id or offset < 0:
+        raise QueryError("the continuation token belongs to a different query or mode")
+    return offset
+
+
+# -- the page's rows ----------------------------------------------------------------------
+@dataclass(frozen=True)
+class Page:
+    """The rows a page shows, best first, and the counts around them."""
+
+    shown: list[Scored]
+    #: Grouped pages only: the page's files with their passages.
+    groups: list[Group] = field(default_factory=list)
+    #: What paging counts: results, or files when grouped.
+    total: int = 0
+    results: int = 0
+    files: int = 0
+
+    def without(self, present: Mapping[str, object]) -> Page:
+        """The page without rows whose section was removed meanwhile (not in ``present``)."""
+        if len(present) >= len(self.shown):
+            return self
+        gone = {s.key for s in self.shown} - set(present)
+        groups = [
+            (path, left, count)
+            for path, items, count in self.groups
+            if (left := [s for s in items if s.key not in gone])
+        ]
+        shown = [s for s in self.shown if s.key not in gone]
+        return Page(shown, groups, self.total, self.results, self.files)
+
+
+def page_of(
+    ranking: Ranking,
+    doc_paths: Mapping[str, str],
+    *,
+    group: bool,
+    offset: int,
+    limit: int,
+    per_doc: int,
+) -> Page:
+    """The rows of one page; a result whose document was removed meanwhile is left out."""
+    if ranking.tail is not None:
+        # a broad boolean query (270k results at 275k chunks): counted per file in numpy
+        return _tail_page(ranking, doc_paths, group, offset, limit, per_doc)
+    # every result by index into the ranking: a row is made only for those shown
+    all_paths = list(map(doc_paths.get, map(document_of, ranking.keys())))
+    kept = [i for i, path in enumerate(all_paths) if path is not None]  # else removed
+    kept_paths: list[str] = [p for p in all_paths if p is not None]
+    n_results, n_files = len(kept), len(set(kept_paths))
+    if not group:
+        shown = [ranking.at(i) for i in kept[offset : offset + limit]]
+        return Page(shown, [], n_results, n_results, n_files)
+    # files in the order of their best result; only the page's files collect their first
+    # passages
+    counts = Counter(kept_paths)
+    page_files = list(dict.fromkeys(kept_paths))[offset : offset + limit]
+    wanted = {f: min(per_doc, counts[f]) for f in page_files}
+    passages: dict[str, list[int]] = {f: [] for f in page_files}
+    to_find = sum(wanted.values())
+    for i, path in zip(kept, kept_paths, strict=True):
+        if to_find == 0:
+            break
+        items = passages.get(path)
+        if items is not None and len(items) < wanted[path]:
+            items.append(i)
+            to_find -= 1
+    groups = [(f, [ranking.at(i) for i in passages[f]], counts[f]) for f in page_files]
+    shown = [s for _, items, _ in groups for s in items]
+    return Page(shown, groups, len(counts), n_results, n_files)
+
+
+def _tail_page(
+    ranking: Ranking,
+    doc_paths: Mapping[str, str],
+    group: bool,
+    offset: int,
+    limit: int,
+    per_doc: int,
+) -> Page:
+    """A page of a ranking with a keyword tail. Every result's file is an ordinal in an array
+    (the fused head's from their keys, the tail's from their docnums): kept, counted and
+    ordered with numpy, and rows made for the page only. What the plain path does with keys,
+    on 270k results."""
+    tail = ranking.tail
+    assert tail is not None
+    files = np.concatenate([tail.head_files, tail.files()])
+    kept = np.flatnonzero(files >= 0)  # else a chunk deleted meanwhile
+    kept_files = files[kept]
+    uniq, first, counts = np.unique(kept_files, return_index=True, return_counts=True)
+    if not group:
+        shown = [ranking.at(int(i)) for i in kept[offset : offset + limit]]
+        return Page(shown, [], len(kept), len(kept), len(uniq))
+    order = np.argsort(first, kind="stable")  # files in the order of their best result
+    groups: list[Group] = []
+    for j in order[offset : offset + limit].tolist():
+        where = np.flatnonzero(kept_files == uniq[j])[:per_doc]
+        items = [ranking.at(int(kept[w])) for w in where.tolist()]
+        path = doc_paths.get(document_of(items[0].key))
+        if path is not None:  # else removed meanwhile
+            groups.append((path, items, int(counts[j])))
+    shown = [s for _, items, _ in groups for s in items]
+    return Page(shown, groups, len(uniq), len(kept), len(uniq))
+
+
+# -- hits -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class HitMaker:
+    """Makes the page's hits: a row's record, its snippet, and its scores (the whole
+    explanation with ``explain``)."""
+
+    records: Mapping[str, ChunkRecord]
+    highlight: Highlighter
+    snippet_chars: int
+    ranking: Ranking
+    explain: bool
+
+    def hit(self, s: Scored) -> Hit:
+        r = self.records[s.key]
+        scores: dict[str, Any]
+        if self.explain:
+            scores = s.explain(self.ranking.weights, self.ranking.fusion)
+        else:
+            scores = {
+                "keyword": round(s.keyword, 4),
+                "semantic": round(s.semantic, 4),
+                "boost": round(s.boost, 4),
+            }
+        return Hit(
+            section_id=r.section_id,
+            chunk_index=r.chunk_index,
+            file_path=r.file_path,
+            title=r.title,
+            heading=r.heading,
+            heading_path=r.heading_path,
+            line_start=r.line_start,
+            line_end=r.line_end,
+            relevance_score=s.score,
+            content=r.content,
+            snippet=self.highlight.snippet(r.content, self.snippet_chars),
+            tags=r.tags,
+            scores=scores,
+        )
+
+    def rows(
+        self, page: Page, *, group: bool
+    ) -> tuple[tuple[Hit, ...], tuple[DocumentGroup, ...] | None]:
+        """The page's flat hits, or (grouped) its documents with their passages."""
+        if not group:
+            return tuple(self.hit(s) for s in page.shown), None
+        documents = tuple(
+            DocumentGroup(
+                file_path=path,
+                title=self.records[items[0].key].title,
+                best_score=items[0].score,
+                match_count=count,
+                passages=tuple(self.hit(s) for s in items),
+            )
+            for path, items, count in page.groups
+        )
+        return (), documents
+
+
+def duplicate_groups(hits: Iterable[Hit]) -> tuple[tuple[int, ...], ...]:
+    """The page's groups of near-duplicate hits (indexes into the page), singletons left out."""
+    from tui_search.core.duplicates import near_duplicate_groups  # only pages that collapse
+
+    return tuple(tuple(g) for g in near_duplicate_groups([h.content for h in hits]) if len(g) > 1)
