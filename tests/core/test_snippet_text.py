@@ -97,3 +97,9 @@ def test_a_cut_code_span_slot_and_autolink() -> None:
     assert r.text == "info: https://man.openbsd.org/scp. - Copy: scp path/to/lo…"
     assert runs(r.text, r.styles, "link") == ["https://man.openbsd.org/scp"]
     assert runs(r.text, r.styles, "placeholder") == ["path/to/lo"]
+
+
+def test_a_cut_wikilink_reads_as_its_text() -> None:
+    r = render_snippet(Snippet("See [[Troubleshoot O…"))
+    assert r.text == "See Troubleshoot O…"
+    assert runs(r.text, r.styles, "link") == ["Troubleshoot O…"]

@@ -185,7 +185,7 @@ _INLINE_RE = re.compile(
     | (?P<autolink><(?P<autolink_text>(?:https?|mailto):[^>\s]+)>)
     | (?P<image>!\[(?P<image_alt>[^\]]*)\]\((?P<image_url>[^)\s]*)[^)]*\)?)
     | (?P<wiki>!?\[\[(?P<wiki_target>[^\]|#]*)(?:\#(?P<wiki_anchor>[^\]|]*))?
-        (?:\|(?P<wiki_alias>[^\]]*))?\]\])
+        (?:\|(?P<wiki_alias>[^\]]*))?(?:\]\]|(?=…?$)))
     | (?P<link>\[(?P<link_text>[^\]]+)\](?:\([^)]*(?:\)|$)|\[[^\]]*\]))
     | (?P<placeholder>\{\{(?P<placeholder_text>[^{}]+?)(?:\}\}|(?=…?$)))
     | (?P<tick>`)
