@@ -79,8 +79,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--corpus", type=Path, required=True)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--warm-index", type=Path, default=None, help="an index of the corpus")
     args = ap.parse_args()
-    warm_index = Path(tempfile.mkdtemp(prefix="bench-mcp-start-warm-"))
+    warm_index = args.warm_index or Path(tempfile.mkdtemp(prefix="bench-mcp-start-warm-"))
     subprocess.run([sys.executable, "-c", CODE, "index", "--workspace", str(args.corpus),
                     "--index-dir", str(warm_index)], check=True, capture_output=True)  # fmt: skip
     rows: dict[str, list[float]] = {
@@ -96,7 +97,8 @@ def main() -> int:
         i, t = start_to_answers(args.corpus, warm_index)
         rows["warm i"].append(i)
         rows["warm t"].append(t)
-    shutil.rmtree(warm_index, ignore_errors=True)
+    if args.warm_index is None:
+        shutil.rmtree(warm_index, ignore_errors=True)
     ref = statistics.median(rows["floor"])
     print(f"{args.corpus}: {args.rounds} rounds, medians; load {os.getloadavg()[0]:.1f}")
     print(f"{'':<42} {'seconds':>8} {'x floor':>8}")

@@ -37,8 +37,11 @@ async def test_explain_view_follows_the_selection(workspace: Path, app_factory: 
         assert isinstance(why, Explanation)
         assert "Why result 1 ranks" in text and first.file_path in text
         assert f"{why.relevance:5.2f}" in text and "words" in text and "meaning" in text
-        assert f"matches the query's words: #{why.keyword_rank} by keywords" in text
-        assert f"cosine {why.cosine:.2f}" in text and f"weight {why.keyword_weight:.2f}" in text
+        assert f"matches the query's words: #{why.record.keyword_rank} by keywords" in text
+        assert (
+            f"cosine {why.record.semantic:.2f}" in text
+            and f"weight {why.keyword_weight:.2f}" in text
+        )
         # the mode's rules, as the core describes them (--explain's "fusion")
         assert "rules" in text and " ".join(why.fusion.split()) in text
         assert "title match" in why.fusion
@@ -167,15 +170,15 @@ async def test_explain_view_shows_a_long_questions_share(
         why = results.explanation(
             next(h for h in results.hits if h.section_id.startswith("outage"))
         )
-        assert why is not None and why.long_question_share == pytest.approx(0.75)
-        assert why.relevance == pytest.approx(
-            0.25 * why.plain_score + 0.75 * why.rules_score, abs=2e-4
-        )
+        assert why is not None
+        r = why.record
+        assert r.long_share == pytest.approx(0.75)
+        assert why.relevance == pytest.approx(0.25 * r.plain_score + 0.75 * r.rules_score, abs=2e-4)
         assert "question" in text and "75% of the score from semantic mode's rules" in text
-        assert f"plain {why.plain_score:.2f}, rules {why.rules_score:.2f}" in text
+        assert f"plain {r.plain_score:.2f}, rules {r.rules_score:.2f}" in text
         # the rules' score takes a share from query likelihood
-        assert why.query_likelihood_share == pytest.approx(0.2)
-        assert 0.0 <= why.query_likelihood <= 1.0
+        assert r.likelihood_share == pytest.approx(0.2)
+        assert 0.0 <= r.likelihood <= 1.0
         assert "20% of the rules' score from query likelihood" in text
         await pilot.press("f2")
         _, text = await explain_section(pilot, whole, "outage:upload-outage")

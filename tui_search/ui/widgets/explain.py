@@ -46,30 +46,31 @@ class Factor:
 def factors(why: Explanation) -> list[Factor]:
     """Each factor of a hit's score as a plain sentence with its figure (a thin reading of the
     ``Explanation`` record's fields)."""
+    r = why.record
     sem = why.semantic_weight
     cosine_w = sem * (1.0 - why.soft_share)
     soft_w = sem * why.soft_share
     out: list[Factor] = []
-    if why.keyword_rank is not None:
+    if r.keyword_rank is not None:
         out.append(
             Factor(
                 "words",
-                f"matches the query's words: #{why.keyword_rank} by keywords "
-                f"(BM25 {why.keyword:.2f}), weight {why.keyword_weight:.2f}",
-                f"{why.keyword_norm:.2f}",
-                why.keyword_norm,
+                f"matches the query's words: #{r.keyword_rank} by keywords "
+                f"(BM25 {r.keyword:.2f}), weight {why.keyword_weight:.2f}",
+                f"{r.keyword_norm:.2f}",
+                r.keyword_norm,
                 "$primary",
             )
         )
     else:
         out.append(Factor("words", "none of the query's words are in it", "0.00", 0.0))
-    rank = f"#{why.cosine_rank} by meaning, " if why.cosine_rank is not None else ""
+    rank = f"#{r.semantic_rank} by meaning, " if r.semantic_rank is not None else ""
     out.append(
         Factor(
             "meaning",
-            f"meaning close to the query: {rank}cosine {why.cosine:.2f}, weight {cosine_w:.2f}",
-            f"{why.cosine_norm:.2f}",
-            why.cosine_norm,
+            f"meaning close to the query: {rank}cosine {r.semantic:.2f}, weight {cosine_w:.2f}",
+            f"{r.semantic_norm:.2f}",
+            r.semantic_norm,
             "$secondary",
         )
     )
@@ -77,64 +78,64 @@ def factors(why: Explanation) -> list[Factor]:
         out.append(
             Factor(
                 "near words",
-                f"words close in meaning to the query's: {why.soft_match:.2f}, weight {soft_w:.2f}",
-                f"{why.soft_match_norm:.2f}",
-                why.soft_match_norm,
+                f"words close in meaning to the query's: {r.soft:.2f}, weight {soft_w:.2f}",
+                f"{r.soft_norm:.2f}",
+                r.soft_norm,
                 "$accent",
             )
         )
-    if why.identifiers:
-        names = ", ".join(sanitize_terminal(i) for i in why.identifiers)
-        out.append(Factor("exact", f"names {names} exactly as written", f"×{why.boost:.2f}"))
-    if why.heading_match > 0:
+    if r.matched_identifiers:
+        names = ", ".join(sanitize_terminal(i) for i in r.matched_identifiers)
+        out.append(Factor("exact", f"names {names} exactly as written", f"×{r.boost:.2f}"))
+    if r.heading_match > 0:
         out.append(
             Factor(
                 "headings",
-                f"{why.heading_match:.0%} of the query is in its title and headings",
-                f"×{why.heading_factor:.2f}",
+                f"{r.heading_match:.0%} of the query is in its title and headings",
+                f"×{r.heading_factor:.2f}",
             )
         )
-    if why.title_factor > 1.0:  # a match under the floor names nothing
+    if r.title_factor > 1.0:  # a match under the floor names nothing
         out.append(
             Factor(
                 "title",
-                f"the document's title names the query ({why.title_match:.0%})",
-                f"×{why.title_factor:.2f}",
+                f"the document's title names the query ({r.title_match:.0%})",
+                f"×{r.title_factor:.2f}",
             )
         )
-    if why.link_share > 0:
+    if r.link_share > 0:
         out.append(
             Factor(
                 "link list",
-                f"mostly links: {why.link_share:.0%} of its text is link text",
-                f"×{why.link_factor:.2f}",
+                f"mostly links: {r.link_share:.0%} of its text is link text",
+                f"×{r.link_factor:.2f}",
             )
         )
-    if why.long_question_share > 0:
-        share = why.long_question_share
+    if r.long_share > 0:
+        share = r.long_share
         said = (
             "a long question: ranked by semantic mode's rules"
             if share >= 1
             else f"a long question: {share:.0%} of the score from semantic mode's rules "
-            f"(plain {why.plain_score:.2f}, rules {why.rules_score:.2f})"
+            f"(plain {r.plain_score:.2f}, rules {r.rules_score:.2f})"
         )
-        out.append(Factor("question", said, f"{why.rules_score:.2f}"))
-        if why.query_likelihood_share > 0:
+        out.append(Factor("question", said, f"{r.rules_score:.2f}"))
+        if r.likelihood_share > 0:
             out.append(
                 Factor(
                     "likelihood",
-                    f"how likely its words make the question: {why.query_likelihood:.2f}, "
-                    f"{why.query_likelihood_share:.0%} of the rules' score from query likelihood",
-                    f"{why.query_likelihood:.2f}",
+                    f"how likely its words make the question: {r.likelihood:.2f}, "
+                    f"{r.likelihood_share:.0%} of the rules' score from query likelihood",
+                    f"{r.likelihood:.2f}",
                 )
             )
-    if why.rerank_cosine is not None and why.before_rerank is not None:
+    if r.rerank_cosine is not None and r.before_rerank is not None:
         out.append(
             Factor(
                 "re-read",
-                f"a sentence encoder read it next to the query: cosine {why.rerank_cosine:.2f}, "
-                f"score {why.before_rerank:.2f} → {why.relevance:.2f}",
-                f"{why.rerank_cosine:.2f}",
+                f"a sentence encoder read it next to the query: cosine {r.rerank_cosine:.2f}, "
+                f"score {r.before_rerank:.2f} → {why.relevance:.2f}",
+                f"{r.rerank_cosine:.2f}",
             )
         )
     return out
