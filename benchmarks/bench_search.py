@@ -23,7 +23,6 @@ The index is built first when it is missing or stale (not timed).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import random
 import re
@@ -103,14 +102,15 @@ def changed_settings(settings: Settings, assignments: str) -> Settings:
     changes: dict[str, Any] = {}
     for assignment in assignments.split(","):
         name, _, raw = assignment.partition("=")
-        current = getattr(settings, name.strip())
+        holder = settings.ranking if hasattr(settings.ranking, name.strip()) else settings
+        current = getattr(holder, name.strip())
         if isinstance(current, bool):
             changes[name.strip()] = raw.strip().lower() in ("1", "true", "yes", "on")
         elif current is None:
             changes[name.strip()] = float(raw)
         else:
             changes[name.strip()] = type(current)(raw)
-    return dataclasses.replace(settings, **changes)
+    return settings.replace(**changes)
 
 
 def against(

@@ -42,7 +42,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tui_search.config import load_settings  # noqa: E402
-from tui_search.core.ranking.fusion import FusionParams, refuse  # noqa: E402
+from tui_search.core.ranking.params import RankingParams  # noqa: E402
+from tui_search.core.ranking.signals import refuse  # noqa: E402
 from tui_search.eval.harness import (  # noqa: E402
     NDCG_K,
     RECALL_K,
@@ -71,7 +72,7 @@ SETS: dict[str, tuple[str, str, str]] = {
 CHOSEN_ON = [n for n in SETS if n != "scifact"]
 
 
-def trace_ndcg(trace: QueryTrace, params: FusionParams) -> float:
+def trace_ndcg(trace: QueryTrace, params: RankingParams) -> float:
     ranked = refuse(trace.ranked, params)
     units = judged_units((s.key for s in ranked), trace.units, RECALL_K)
     return ndcg_at_k(units, trace.relevant, NDCG_K)
@@ -90,7 +91,7 @@ def dump(args: argparse.Namespace) -> int:
         )
         harness = report.modes["hybrid"].per_query
         # the dump is only worth keeping if re-ranking it reproduces the harness
-        in_force = FusionParams.from_settings(settings)
+        in_force = settings.ranking
         off = [t.qid for t in traces if abs(trace_ndcg(t, in_force) - harness[t.qid]) > 1e-9]
         mean = report.modes["hybrid"].ndcg_at_10
         print(
@@ -132,9 +133,9 @@ def grid(args: argparse.Namespace) -> int:
     print("|---" * (len(chosen) + 3 + ("scifact" in traces)) + "|")
     first: dict[str, float] | None = None
     for kw, share, blend, links, heading, title in combos:
-        params = FusionParams(
+        params = RankingParams(
             keyword_weight=kw,
-            soft_share=share,
+            soft_match_share=share,
             document_weight=blend,
             link_list_damping=links,
             heading_match_boost=heading,
@@ -168,9 +169,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     g = sub.add_parser("grid", help="re-rank the dumps under each combination of weights")
     g.add_argument("--dumps", required=True)
-    shipped = FusionParams()
+    shipped = RankingParams()
     g.add_argument("--keyword-weight", type=floats, default=[shipped.keyword_weight_soft])
-    g.add_argument("--soft-share", type=floats, default=[shipped.soft_share])
+    g.add_argument("--soft-share", type=floats, default=[shipped.soft_match_share])
     g.add_argument("--document-weight", type=floats, default=[shipped.document_weight])
     g.add_argument("--link-list-damping", type=floats, default=[shipped.link_list_damping])
     g.add_argument("--heading-match-boost", type=floats, default=[shipped.heading_match_boost])

@@ -29,6 +29,7 @@ from fusion_weights import CHOSEN_ON, SETS  # noqa: E402
 from tui_search.config import load_settings  # noqa: E402
 from tui_search.core.engine import SearchEngine  # noqa: E402
 from tui_search.core.ranking import rerank  # noqa: E402
+from tui_search.core.ranking.params import RankingParams  # noqa: E402
 from tui_search.eval.harness import (  # noqa: E402
     NDCG_K,
     RECALL_K,
@@ -69,7 +70,7 @@ def record(args: argparse.Namespace, name: str) -> list[tuple[QueryTrace, np.nda
             rr.append(
                 rerank.Reranker(
                     engine.index.store,
-                    rerank.RerankParams(depth=args.max_depth, weight=1.0),
+                    RankingParams(rerank_depth=args.max_depth, rerank_weight=1.0),
                 )
             )
         keys = [s.key for s in trace.ranked[: args.max_depth]]

@@ -14,6 +14,7 @@ import pytest
 
 from tui_search.config import Settings
 from tui_search.core.ranking.fusion import Scored
+from tui_search.core.ranking.params import RankingParams
 from tui_search.core.store import ChunkRecord, vector_key
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -166,9 +167,8 @@ def rank_sample(
     settings = Settings(
         workspace=SAMPLE_WORKSPACE,
         index_dir=tmp_path / "idx",
-        one_result_per_section=False,
-        **changes,  # type: ignore[arg-type]
-    )
+        ranking=RankingParams(one_result_per_section=False),
+    ).replace(**changes)
     with SearchEngine(settings, embedder=embedder) as engine:  # type: ignore[arg-type]
         engine.sync()
         ranked, _ = engine.rank(query, mode=mode)

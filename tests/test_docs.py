@@ -33,7 +33,7 @@ def documented_names() -> list[str]:
             in_table = True
         elif not line.startswith("|"):
             in_table = False
-        elif in_table and (m := re.match(r"\|\s*`([a-z_]+)`\s*\|", line)):
+        elif in_table and (m := re.match(r"\|\s*`([a-z][a-z0-9_]*)`\s*\|", line)):
             names.append(m.group(1))
     return names
 

@@ -19,9 +19,10 @@ from tui_search.config import Settings
 from tui_search.core import parse_jobs, processes
 from tui_search.core.engine import SearchEngine
 from tui_search.core.keyword import index as lexical
-from tui_search.core.keyword.compile import LexicalParams, plain_query
+from tui_search.core.keyword.compile import plain_query
 from tui_search.core.parse_jobs import ParseJob, ParseOutcome, run_jobs, run_task, tasks_of
 from tui_search.core.processes import WorkerPool
+from tui_search.core.ranking.params import RankingParams
 from tui_search.core.workspace import FileInfo, Workspace
 
 
@@ -218,7 +219,7 @@ def test_postings_decoded_by_workers_are_those_decoded_here(
     assert again.store_postings() == len(by_workers) // 4  # four files a table
     assert {f.name: f.read_bytes() for f in tables.glob("*postings-*")} == by_workers
     # and searches read them: the same scores as Whoosh's own searcher
-    query = plain_query("restore getUserById", LexicalParams())
+    query = plain_query("restore getUserById", RankingParams())
     assert query is not None
     ours = {k: round(v, 9) for k, v in again.search(query, None)}
     theirs = {

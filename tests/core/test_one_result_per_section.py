@@ -105,7 +105,7 @@ def test_a_broad_boolean_query_keeps_one_row_per_section_in_its_keyword_tail(
     with _engine(tmp_path, fake_embedder) as engine:
         res = engine.search("replication -snapshots", mode="keyword", limit=100)
         ranking = engine.retriever.rank(
-            engine.plan("replication -snapshots"), "keyword", engine.fusion
+            engine.plan("replication -snapshots"), "keyword", engine.params
         )
         assert ranking.tail is not None and len(ranking.ranked) == 2  # the path under test
         ids = [h.section_id for h in res.hits]

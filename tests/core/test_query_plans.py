@@ -19,6 +19,7 @@ from tui_search.core.errors import QueryError
 from tui_search.core.keyword.compile import compile_tree
 from tui_search.core.plan import Phrase, QueryPlan, Seq, plan_plain
 from tui_search.core.query import compile_query
+from tui_search.core.ranking.params import RankingParams
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +32,7 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SearchEngine]:
         shutil.copytree(SAMPLE_WORKSPACE, ws, symlinks=True)
         # (no re-ranker: these tests are about plans, and a property test runs 150 of them)
         eng = SearchEngine(
-            Settings(workspace=ws, index_dir=base / "index", rerank_depth=0),
+            Settings(workspace=ws, index_dir=base / "index", ranking=RankingParams(rerank_depth=0)),
             embedder=FakeEmbedder(),
         )
         eng.sync()
@@ -97,7 +98,7 @@ def test_malformed_falls_back_to_literal_with_a_warning(text: str, needle: str) 
 def test_boolean_plan_is_strict_and_filters_both_arms(engine: SearchEngine) -> None:
     plan = compile_query("postgres AND backup NOT tag:runbook")
     assert plan.strict and plan.tree is not None and plan.plain_text is None
-    exact, relaxed = compile_tree(plan.tree, engine.graph, engine.lexical_params)
+    exact, relaxed = compile_tree(plan.tree, engine.graph, engine.params)
     assert exact is not None
     assert relaxed is not None  # NOT tag:runbook restricts the semantic arm too
     assert "runbook" in str(relaxed)
@@ -108,12 +109,12 @@ def test_boolean_plan_is_strict_and_filters_both_arms(engine: SearchEngine) -> N
 def test_phrase_next_to_words_is_ranked_but_alone_is_exact(engine: SearchEngine) -> None:
     alone = compile_query('"connection pool"')
     assert isinstance(alone.tree, Phrase)
-    exact, _ = compile_tree(alone.tree, engine.graph, engine.lexical_params)
+    exact, _ = compile_tree(alone.tree, engine.graph, engine.params)
     assert isinstance(exact, Q.Or)
     assert any(isinstance(q, Q.Phrase) for q in exact.subqueries)
     required = compile_query('sizing +"connection pool"')
     assert isinstance(required.tree, Seq) and required.strict
-    exact, _ = compile_tree(required.tree, engine.graph, engine.lexical_params)
+    exact, _ = compile_tree(required.tree, engine.graph, engine.params)
     assert "connect pool" in str(exact)
 
 

@@ -13,8 +13,9 @@ import numpy as np
 from tests.conftest import SAMPLE_WORKSPACE, FakeEmbedder
 from tui_search.config import Settings
 from tui_search.core.engine import SearchEngine
-from tui_search.core.keyword.compile import LexicalParams, plain_query
+from tui_search.core.keyword.compile import plain_query
 from tui_search.core.keyword.schema import HEADING_FIELDS
+from tui_search.core.ranking.params import RankingParams
 
 
 def _engine(tmp_path: Path) -> tuple[SearchEngine, Path]:
@@ -28,7 +29,7 @@ def _engine(tmp_path: Path) -> tuple[SearchEngine, Path]:
 def test_snapshot_outlives_a_write_and_a_newer_searcher(tmp_path: Path) -> None:
     e, ws = _engine(tmp_path)
     lex = e.indexer.lexical
-    query = plain_query("restore backup", LexicalParams())
+    query = plain_query("restore backup", RankingParams())
     assert query is not None
     snap = lex.snapshot()
     before = snap.keyed(snap.search_arrays(query, 10))

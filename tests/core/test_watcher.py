@@ -25,6 +25,7 @@ import watchfiles
 from tui_search.config import Settings
 from tui_search.core.engine import SearchEngine
 from tui_search.core.errors import IndexBusyError
+from tui_search.core.ranking.params import RankingParams
 from tui_search.core.results import IndexReport
 from tui_search.core.watcher import (
     STATE_BUSY,
@@ -540,7 +541,7 @@ def expected_cosines(engine: SearchEngine, query: str, weight: float) -> dict[st
     # semantic mode compares without the common direction of the index's current vectors
     centring = (
         Centering.from_vectors(engine.index.vectors.sample(SAMPLE_SIZE))
-        if engine.fusion.semantic_centering
+        if engine.params.semantic_centering
         else None
     )
 
@@ -561,7 +562,7 @@ def expected_cosines(engine: SearchEngine, query: str, weight: float) -> dict[st
 
 
 def assert_file_cosines(engine: SearchEngine, query: str) -> None:
-    weight = engine.fusion.file_vector_weight
+    weight = engine.params.file_vector_weight
     ranked, _ = engine.rank(query, mode="semantic")
     want = expected_cosines(engine, query, weight)
     assert {s.key for s in ranked} == set(want)  # a small workspace: every chunk is a candidate
@@ -573,7 +574,7 @@ def test_file_mean_vectors_follow_live_edits(ws: Path, engine, watch) -> None:  
     """The semantic side mixes each cosine with the cosine of the file's mean chunk vector;
     the manifest keeps those means, and an edit, a new section, a new file or a delete seen
     by the watcher must never leave a stale one in use."""
-    assert engine.fusion.file_vector_weight > 0
+    assert engine.params.file_vector_weight > 0
     query = "bananas plantations and capybaras"
     assert_file_cosines(engine, query)
     assert set(engine.indexer.store.file_vectors(["notes", "docs/a", "nothing"])) == {
@@ -606,10 +607,12 @@ def test_file_mean_vectors_follow_live_edits(ws: Path, engine, watch) -> None:  
 def test_file_vector_weight_comes_from_settings(
     ws: Path, tmp_path: Path, fake_embedder, weight: float
 ) -> None:  # type: ignore[no-untyped-def]
-    settings = Settings(workspace=ws, index_dir=tmp_path / "idx", file_vector_weight=weight)
+    settings = Settings(
+        workspace=ws, index_dir=tmp_path / "idx", ranking=RankingParams(file_vector_weight=weight)
+    )
     with SearchEngine(settings, embedder=fake_embedder) as eng:
         eng.sync()
-        assert eng.fusion.file_vector_weight == weight
+        assert eng.params.file_vector_weight == weight
         assert_file_cosines(eng, "apples and badgers")
         fusion = eng.search("apples", limit=1, explain=True).hits[0].scores["fusion"]
         assert ("file's mean vector" in fusion) == (weight > 0)

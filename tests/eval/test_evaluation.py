@@ -13,7 +13,8 @@ from tui_search.cli import main
 from tui_search.config import Settings
 from tui_search.core.engine import SearchEngine
 from tui_search.core.errors import DatasetError
-from tui_search.core.ranking.fusion import FusionParams, refuse
+from tui_search.core.ranking.params import RankingParams
+from tui_search.core.ranking.signals import refuse
 from tui_search.core.results import Progress
 from tui_search.eval.harness import (
     NDCG_K,
@@ -254,13 +255,13 @@ def test_traces_ranked_again_at_the_weights_in_force_give_the_harness_figures(
     re-ranker, which re-orders the fused head, is off; ``benchmarks/rerank_levers.py`` judges
     it on top of these rankings.)"""
     traces: list[QueryTrace] = []
-    settings = Settings(index_dir=tmp_path / "idx", rerank_depth=0)
+    settings = Settings(index_dir=tmp_path / "idx", ranking=RankingParams(rerank_depth=0))
     report = run_evaluation(
         SAMPLE_EVAL, settings=settings, modes=["hybrid"], on_query=traces.append
     )
     per_query = report.modes["hybrid"].per_query
     assert sorted(t.qid for t in traces) == sorted(per_query)
-    in_force = FusionParams.from_settings(settings)
+    in_force = settings.ranking
     for t in traces:
         scores = [s.score for s in t.ranked]
         again = refuse(t.ranked, in_force)

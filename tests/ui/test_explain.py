@@ -161,15 +161,15 @@ async def test_explain_view_shows_a_long_questions_share(
         why = results.explanation(
             next(h for h in results.hits if h.section_id.startswith("outage"))
         )
-        assert why is not None and why.long_question_share == pytest.approx(0.75)
-        assert why.relevance == pytest.approx(
-            0.25 * why.plain_score + 0.75 * why.rules_score, abs=2e-4
-        )
+        assert why is not None
+        r = why.record
+        assert r.long_share == pytest.approx(0.75)
+        assert why.relevance == pytest.approx(0.25 * r.plain_score + 0.75 * r.rules_score, abs=2e-4)
         assert "long q." in text and "75% from semantic mode's rules" in text
-        assert f"plain {why.plain_score:.2f}, rules {why.rules_score:.2f}" in text
+        assert f"plain {r.plain_score:.2f}, rules {r.rules_score:.2f}" in text
         # the rules' score takes a share from query likelihood
-        assert why.query_likelihood_share == pytest.approx(0.2)
-        assert 0.0 <= why.query_likelihood <= 1.0
+        assert r.likelihood_share == pytest.approx(0.2)
+        assert 0.0 <= r.likelihood <= 1.0
         assert "20% from query likelihood" in text
         await pilot.press("f2")
         _, text = await explain_section(pilot, whole, "outage:upload-outage")

@@ -9,16 +9,16 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
-from tui_search.config import Settings
 from tui_search.core import paging
 from tui_search.core.embedding import Embedder, Model2VecEmbedder, TokenEmbedder
 from tui_search.core.errors import IndexBusyError, ModelError, QueryError
 from tui_search.core.index import SearchIndex
 from tui_search.core.indexer import Indexer
-from tui_search.core.keyword.compile import LexicalParams
+from tui_search.core.options import CoreSettings
 from tui_search.core.plan import Mode, QueryPlan, as_mode
-from tui_search.core.ranking.fusion import FusionParams, Scored
-from tui_search.core.ranking.rerank import Reranker, RerankParams
+from tui_search.core.ranking.fusion import Scored
+from tui_search.core.ranking.params import RankingParams
+from tui_search.core.ranking.rerank import Reranker
 from tui_search.core.ranking.retriever import Retriever
 from tui_search.core.results import (
     FusionWeights,
@@ -65,11 +65,9 @@ class SearchEngine:
 
     def __init__(
         self,
-        settings: Settings,
+        settings: CoreSettings,
         *,
         embedder: Embedder | None = None,
-        lexical_params: LexicalParams | None = None,
-        fusion_params: FusionParams | None = None,
         rerank_waits: bool = True,
     ) -> None:
         """``rerank_waits``: a search whose head lacks some of the re-ranker's vectors makes
@@ -77,19 +75,12 @@ class SearchEngine:
         ``False`` keeps the static order until :meth:`fill_rerank_vectors` has made them (the
         app, which never waits)."""
         self.settings = settings
-        self.lexical_params = lexical_params or LexicalParams(
-            title_boost=settings.title_boost,
-            heading_boost=settings.heading_boost,
-            query_term_frequency=settings.query_term_frequency,
-            long_query_words=settings.long_query_words,
-            drop_question_words=settings.drop_question_words,
-            file_weight=settings.file_weight,
-        )
-        self.fusion = fusion_params or FusionParams.from_settings(settings)
+        #: the ranking's knobs (``docs/ranking.md``); a search may pass others
+        self.params = settings.ranking
         index_dir = settings.resolved_index_dir
         self.workspace = Workspace(settings.workspace, extra_ignored=(index_dir,))
         self.embedder = embedder if embedder is not None else Model2VecEmbedder(settings.model)
-        self.index = SearchIndex(index_dir, self.embedder, self.lexical_params)
+        self.index = SearchIndex(index_dir, self.embedder, self.params)
         self.index.check_consistency()
         self.indexer = Indexer(
             self.workspace,
@@ -102,20 +93,9 @@ class SearchEngine:
         )
         #: re-orders hybrid rankings' heads (None when ``rerank_depth`` is 0)
         self.reranker: Reranker | None = None
-        if settings.rerank_depth > 0 and settings.rerank_weight > 0:
-            self.reranker = Reranker(
-                self.index.store,
-                RerankParams(depth=settings.rerank_depth, weight=settings.rerank_weight),
-                on_demand=rerank_waits,
-            )
-        self.retriever = Retriever(
-            self.index,
-            self.embedder,
-            lexical_params=self.lexical_params,
-            candidate_depth=settings.candidate_depth,
-            one_per_section=settings.one_result_per_section,
-            reranker=self.reranker,
-        )
+        if self.params.rerank_depth > 0 and self.params.rerank_weight > 0:
+            self.reranker = Reranker(self.index.store, self.params, on_demand=rerank_waits)
+        self.retriever = Retriever(self.index, self.embedder, reranker=self.reranker)
 
     # -- index lifecycle ----------------------------------------------------------------
     @property
@@ -303,11 +283,11 @@ class SearchEngine:
         query: str | QueryPlan,
         mode: str = "hybrid",
         *,
-        fusion: FusionParams | None = None,
+        params: RankingParams | None = None,
     ) -> tuple[list[Scored], tuple[float, float]]:
         """Every result of a query, best first, scores 0-1 (no records, no snippets)."""
         plan = self.plan(query) if isinstance(query, str) else query
-        ranking = self.retriever.rank(plan, self._mode(plan.mode or mode), fusion or self.fusion)
+        ranking = self.retriever.rank(plan, self._mode(plan.mode or mode), params or self.params)
         return ranking.all(), ranking.weights
 
     @staticmethod
@@ -324,11 +304,9 @@ class SearchEngine:
 
     def default_weights(self) -> FusionWeights:
         """The configured fusion weights (the keyword weight resolved to its tuned default)."""
-        share = self.fusion.soft_share if self.soft_matching else 0.0
-        w = self.fusion.keyword_weight
-        if w is None:
-            w = self.fusion.keyword_weight_soft if share > 0 else self.fusion.keyword_weight_cosine
-        return FusionWeights(keyword_weight=w, soft_share=self.fusion.soft_share)
+        p = self.params
+        w = p.hybrid_keyword_weight(soft=self.soft_matching and p.soft_match_share > 0)
+        return FusionWeights(keyword_weight=w, soft_share=p.soft_match_share)
 
     def highlighter(self, results: SearchResults | None) -> Highlighter:
         """Marks the words of any text that match ``results``' query (as in its snippets)."""
@@ -349,19 +327,19 @@ class SearchEngine:
         explain: bool = False,
         snippet_chars: int | None = None,
         scope: Iterable[str] | None = None,
-        fusion: FusionParams | None = None,
+        params: RankingParams | None = None,
         weights: FusionWeights | None = None,
         collapse_duplicates: bool = False,
     ) -> SearchResults:
         """One page of results. ``scope`` restricts them to those documents (paths);
-        ``fusion`` overrides the engine's fusion parameters for this search, ``weights`` only
-        its two user-facing knobs (keyword weight, soft-match share). ``collapse_duplicates``
+        ``params`` overrides the engine's ranking knobs for this search, ``weights`` only
+        its two user-facing ones (keyword weight, soft-match share). ``collapse_duplicates``
         finds near-duplicate hits on the page (``SearchResults.duplicate_groups``)."""
         started = time.perf_counter()
-        fusion = fusion or self.fusion
+        params = params or self.params
         if weights is not None:
-            fusion = replace(
-                fusion, keyword_weight=weights.keyword_weight, soft_share=weights.soft_share
+            params = replace(
+                params, keyword_weight=weights.keyword_weight, soft_match_share=weights.soft_share
             )
         plan = self.plan(query) if isinstance(query, str) else query
         if scope is not None:
@@ -373,7 +351,7 @@ class SearchEngine:
         if continuation:
             offset = paging.decode_token(continuation, query_id)
         try:
-            ranking = self.retriever.rank(plan, run_mode, fusion)
+            ranking = self.retriever.rank(plan, run_mode, params)
         except RecursionError:
             raise QueryError("the query is too complex to run; use fewer terms") from None
         page = paging.page_of(
@@ -409,7 +387,7 @@ class SearchEngine:
             terms=tuple(sorted(plan.highlight_terms)),
             identifiers=plan.identifiers,
             weights=ranking.weights,
-            soft_share=fusion.soft_share if self.retriever.soft_matching(fusion) else 0.0,
+            soft_share=ranking.steps.soft_share if ranking.steps is not None else 0.0,
             operators=plan.operators,
             duplicate_groups=paging.duplicate_groups(hits) if collapse_duplicates else (),
             reranked=rerank is not None and rerank.applied,

@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING
 
 from tui_search.core.embedding import Embedder
 from tui_search.core.errors import IndexBusyError, IndexError_
-from tui_search.core.keyword.compile import LexicalParams
 from tui_search.core.keyword.index import LexicalIndex
+from tui_search.core.ranking.params import RankingParams
 from tui_search.core.store import SchemaMismatch, Store
 from tui_search.core.vectors import LIST_FILE, VectorIndex, adopt_file
 
@@ -134,7 +134,7 @@ class SearchIndex:
         self,
         index_dir: Path,
         embedder: Embedder,
-        lexical_params: LexicalParams | None = None,
+        params: RankingParams | None = None,
     ) -> None:
         self.index_dir = index_dir
         self.embedder = embedder
@@ -150,7 +150,7 @@ class SearchIndex:
             ) from exc
         self.lock = WriterLock(index_dir / LOCK_FILE)
         self.store = self._open_store()
-        self.lexical = self._open_lexical(lexical_params)
+        self.lexical = self._open_lexical(params)
         self.vectors = self._open_vectors()
         self._vectors_seq = int(self.store.get_meta("vectors_seq") or 0)
         self._refresh_lock = threading.Lock()
@@ -202,7 +202,7 @@ class SearchIndex:
                 return store
         raise IndexError_(f"cannot open the index at {self.index_dir}: {reason}") from exc
 
-    def _open_lexical(self, params: LexicalParams | None) -> LexicalIndex:
+    def _open_lexical(self, params: RankingParams | None) -> LexicalIndex:
         directory = self.index_dir / WHOOSH_DIR
         # another process's commit may replace files as they are opened: try again, and only
         # under the writer lock (no commit in flight) is a part that still fails rebuilt
@@ -327,8 +327,9 @@ class SearchIndex:
 
         Counts read while another process commits can disagree for a moment (its full-text
         index is written before its manifest): a disagreement is only repaired when it is still
-        there under the writer lock. If another process holds the lock, nothing is repaired:
-        that writer opened, and checked, the index itself."""
+        there under the writer lock. While another process holds the lock, nothing is repaired
+        and nothing waits: a disagreement that outlives that write is repaired by the next
+        opening."""
         if self.readonly or self._disagreement() == (None, None):
             return
         try:

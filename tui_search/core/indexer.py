@@ -23,13 +23,13 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
-from tui_search.config import Settings
 from tui_search.core.chunking import Chunk, ParsedDocument, doc_id_for
 from tui_search.core.embedding import Embedder
 from tui_search.core.errors import IndexReadOnlyError
 from tui_search.core.index import SearchIndex, WriterLock, why_unwritable
 from tui_search.core.keyword.index import LexicalIndex
 from tui_search.core.memory import TRIM_AFTER_CHUNKS, release_free_memory
+from tui_search.core.options import CoreSettings
 from tui_search.core.parse_jobs import ParseJob, ParseOutcome, parse_workers, run_jobs
 from tui_search.core.results import IndexReport, Progress, ProgressCallback
 from tui_search.core.store import FileRecord, Store
@@ -104,8 +104,8 @@ class Indexer:
         *,
         max_tokens: int = 512,
         min_overlap: int = 50,
-        max_file_bytes: int = Settings.max_file_bytes,
-        max_sections: int = Settings.max_sections_per_file,
+        max_file_bytes: int = CoreSettings.max_file_bytes,
+        max_sections: int = CoreSettings.max_sections_per_file,
     ) -> None:
         self.workspace = workspace
         self.index = index

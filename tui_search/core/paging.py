@@ -13,11 +13,11 @@ import json
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
 from tui_search.core.errors import QueryError
+from tui_search.core.ranking.explain import Explanation, brief_scores
 from tui_search.core.ranking.fusion import Scored, document_of
 from tui_search.core.ranking.retriever import Ranking
 from tui_search.core.results import DocumentGroup, Hit
@@ -168,15 +168,11 @@ class HitMaker:
 
     def hit(self, s: Scored) -> Hit:
         r = self.records[s.key]
-        scores: dict[str, Any]
+        why = None
         if self.explain:
-            scores = s.explain(self.ranking.weights, self.ranking.fusion)
-        else:
-            scores = {
-                "keyword": round(s.keyword, 4),
-                "semantic": round(s.semantic, 4),
-                "boost": round(s.boost, 4),
-            }
+            ranking = self.ranking
+            soft = ranking.steps.soft_share if ranking.steps is not None else 0.0
+            why = Explanation.of(s, ranking.weights, soft, ranking.fusion)
         return Hit(
             section_id=r.section_id,
             chunk_index=r.chunk_index,
@@ -190,7 +186,8 @@ class HitMaker:
             content=r.content,
             snippet=self.highlight.snippet(r.content, self.snippet_chars),
             tags=r.tags,
-            scores=scores,
+            scores=why.to_json() if why is not None else brief_scores(s),
+            explanation=why,
         )
 
     def rows(

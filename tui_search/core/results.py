@@ -6,7 +6,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from tui_search.core.ranking.explain import Explanation
 from tui_search.core.workspace import Skipped
+
+__all__ = [
+    "DocumentGroup",
+    "Explanation",
+    "FusionWeights",
+    "Hit",
+    "IgnoreFile",
+    "IndexStats",
+    "IndexStatus",
+    "SearchResults",
+    "Snippet",
+]
 
 
 @dataclass(frozen=True)
@@ -29,105 +42,6 @@ class Snippet:
         return "".join(out)
 
 
-def _num(value: Any, default: float = 0.0) -> float:
-    return float(value) if isinstance(value, int | float) else default
-
-
-def _opt(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) else None
-
-
-def _rank(value: Any) -> int | None:
-    return int(value) if isinstance(value, int) else None
-
-
-@dataclass(frozen=True)
-class Explanation:
-    """Why a hit ranks where it does (``search(explain=True)``): each arm's raw score, rank and
-    normalised score, the boost, the fusion weights, and the final relevance."""
-
-    keyword: float
-    keyword_norm: float
-    keyword_rank: int | None
-    cosine: float
-    cosine_norm: float
-    cosine_rank: int | None
-    soft_match: float
-    soft_match_norm: float
-    boost: float
-    identifiers: tuple[str, ...]
-    keyword_weight: float
-    semantic_weight: float
-    #: Share of the semantic side given to the soft match (0 = the cosine alone).
-    soft_share: float
-    fusion: str
-    relevance: float
-    #: Share of the hit's text that is link text, when it is a link list ranked down for it,
-    #: and the factor its score was multiplied by.
-    link_share: float = 0.0
-    link_factor: float = 1.0
-    #: Share of the query's term weight in the hit's title and headings, and the factor it
-    #: gave the score.
-    heading_match: float = 0.0
-    heading_factor: float = 1.0
-    #: How exactly the hit's document title names the query (0-1), and the factor it gave.
-    title_match: float = 0.0
-    title_factor: float = 1.0
-    #: Hybrid mode, a long question: the share of the relevance taken from its ranking under
-    #: semantic mode's rules, and its scores under the plain ranking and under those rules.
-    long_question_share: float = 0.0
-    plain_score: float = 0.0
-    rules_score: float = 0.0
-    #: The same, the hit's query likelihood (0-1 over the candidates) and the share of the
-    #: rules' score it was given.
-    query_likelihood: float = 0.0
-    query_likelihood_share: float = 0.0
-    #: The re-ranker's cosine between the question and the hit, and the hit's score before
-    #: the re-ranker mixed it in (None: not re-ranked).
-    rerank_cosine: float | None = None
-    before_rerank: float | None = None
-
-    @classmethod
-    def from_scores(cls, scores: dict[str, Any], soft_share: float) -> Explanation | None:
-        """Read ``Hit.scores`` of an explained search; None when it was not explained."""
-        if "keyword_rank" not in scores:
-            return None
-        weights = scores.get("weights")
-        weights = weights if isinstance(weights, dict) else {}
-        ids = scores.get("matched_identifiers")
-        fusion = str(scores.get("fusion", ""))
-        return cls(
-            keyword=_num(scores.get("keyword")),
-            keyword_norm=_num(scores.get("keyword_norm")),
-            keyword_rank=_rank(scores.get("keyword_rank")),
-            cosine=_num(scores.get("semantic")),
-            cosine_norm=_num(scores.get("semantic_norm")),
-            cosine_rank=_rank(scores.get("semantic_rank")),
-            soft_match=_num(scores.get("soft_match")),
-            soft_match_norm=_num(scores.get("soft_match_norm")),
-            boost=_num(scores.get("boost"), 1.0),
-            identifiers=tuple(str(i) for i in ids) if isinstance(ids, list) else (),
-            keyword_weight=_num(weights.get("keyword")),
-            semantic_weight=_num(weights.get("semantic")),
-            soft_share=soft_share if "soft match" in fusion else 0.0,
-            fusion=fusion,
-            relevance=_num(scores.get("relevance")),
-            link_share=_num(scores.get("link_share")),
-            link_factor=_num(scores.get("link_factor"), 1.0),
-            heading_match=_num(scores.get("heading_match")),
-            heading_factor=_num(scores.get("heading_factor"), 1.0),
-            title_match=_num(scores.get("title_match")),
-            title_factor=_num(scores.get("title_factor"), 1.0),
-            long_question_share=_num(scores.get("long_question_share")),
-            plain_score=_num(scores.get("plain_score")),
-            rules_score=_num(scores.get("rules_score")),
-            query_likelihood=_num(scores.get("query_likelihood")),
-            query_likelihood_share=_num(scores.get("query_likelihood_share")),
-            rerank_cosine=_opt(scores.get("rerank_cosine")),
-            before_rerank=_opt(scores.get("before_rerank")),
-        )
-
-
 @dataclass(frozen=True)
 class Hit:
     section_id: str
@@ -142,7 +56,11 @@ class Hit:
     content: str
     snippet: Snippet
     tags: tuple[str, ...]
+    #: The hit's figures by name: each arm's raw score and the boost, or with ``explain``
+    #: everything its ``explanation`` holds (``Explanation.to_json``).
     scores: dict[str, Any]
+    #: Why it ranks where it does (``search(explain=True)``; else None).
+    explanation: Explanation | None = field(default=None, compare=False, repr=False)
 
     @property
     def key(self) -> str:
@@ -225,7 +143,7 @@ class SearchResults:
 
     def explanation(self, hit: Hit) -> Explanation | None:
         """Why ``hit`` (one of these results) ranks where it does, if the search explained."""
-        return Explanation.from_scores(hit.scores, self.soft_share)
+        return hit.explanation
 
     @property
     def grouped(self) -> bool:

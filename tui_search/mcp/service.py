@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from tui_search.core.errors import QueryError, TuiSearchError
-from tui_search.core.plan import DEFAULT_MODE
+from tui_search.core.plan import DEFAULT_MODE, QueryPlan
 from tui_search.core.results import DocumentGroup, Hit, SearchResults
 from tui_search.core.tokens import cut_to_tokens
 from tui_search.mcp import cursors
@@ -100,7 +100,7 @@ class AgentService(ReadService):
         exact = list(args["exact_terms"])
         check_exact_terms(exact)
         text = compose_query(args["query"], exact, args["tags"], args["path"], args["under"])
-        plan: Any = text
+        plan: str | QueryPlan = text
         if exact:
             from tui_search.core.ranking.exact import require_terms
 

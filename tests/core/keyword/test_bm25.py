@@ -13,7 +13,8 @@ from tests.conftest import SAMPLE_WORKSPACE, FakeEmbedder, chunk_record
 from tui_search.config import Settings
 from tui_search.core.engine import SearchEngine
 from tui_search.core.keyword.bm25 import flatten_disjunction
-from tui_search.core.keyword.compile import LexicalParams, plain_query
+from tui_search.core.keyword.compile import plain_query
+from tui_search.core.ranking.params import RankingParams
 
 QUERIES = [
     "how do I restore a backup?",
@@ -31,7 +32,7 @@ def whoosh_ranking(engine: SearchEngine, query, limit: int) -> list[tuple[str, f
 
 
 def assert_same(engine: SearchEngine) -> None:
-    params = LexicalParams()
+    params = RankingParams()
     for text in QUERIES:
         q = plain_query(text, params)
         assert q is not None and flatten_disjunction(q) is not None
@@ -330,7 +331,7 @@ def test_first_index_saves_the_postings_once(tmp_path: Path) -> None:
 def test_scored_fields_cover_plain_queries() -> None:
     from tui_search.core.keyword.schema import SCORED_FIELDS
 
-    q = plain_query("restore reconcileOrphanedBlobs LUMEN_DB_URL #ops", LexicalParams())
+    q = plain_query("restore reconcileOrphanedBlobs LUMEN_DB_URL #ops", RankingParams())
     assert q is not None
     fields = {f for f, _, _ in flatten_disjunction(q) or []}
     assert fields and fields <= set(SCORED_FIELDS)
@@ -393,7 +394,7 @@ def test_a_table_that_cannot_be_read_whole_is_not_saved(tmp_path: Path) -> None:
     assert fast._table(seg, "body") is None and fast._table(seg, "title") is not None
     assert written == 4  # heading, title, tags, ident
     assert not list((tmp_path / "segment-keys").glob("*.postings-body.*"))
-    docs = lex.snapshot().search_arrays(plain_query("word3", LexicalParams()), None)[0]
+    docs = lex.snapshot().search_arrays(plain_query("word3", RankingParams()), None)[0]
     assert len(docs) == 8
 
 

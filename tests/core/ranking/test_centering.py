@@ -14,6 +14,7 @@ from tui_search.config import Settings, load_settings
 from tui_search.core.embedding import Model2VecEmbedder
 from tui_search.core.engine import SearchEngine
 from tui_search.core.ranking.centering import SAMPLE_SIZE, Centering, even_sample
+from tui_search.core.ranking.params import RankingParams
 from tui_search.core.store import vector_key
 
 SAMPLE_EVAL = Path(__file__).resolve().parents[2] / "data" / "sample_eval"
@@ -77,12 +78,10 @@ def open_engine(tmp_path: Path, model: Model2VecEmbedder, **changes: object) -> 
     settings = Settings(
         workspace=SAMPLE_WORKSPACE,
         index_dir=tmp_path / "idx",
-        file_vector_weight=0.0,
-        soft_match_share=0.0,
-        document_weight=0.0,
-        link_list_damping=0.0,
-        **changes,  # type: ignore[arg-type]
-    )
+        ranking=RankingParams(
+            file_vector_weight=0.0, soft_match_share=0.0, document_weight=0.0, link_list_damping=0.0
+        ),
+    ).replace(**changes)
     engine = SearchEngine(settings, embedder=model)
     engine.sync()
     return engine
@@ -140,7 +139,7 @@ def test_hybrid_mode_and_the_switch(tmp_path: Path, model: Model2VecEmbedder) ->
         hybrid = on.search(query, mode="hybrid", limit=1, explain=True).hits[0]
         assert "common direction" not in hybrid.scores["fusion"]
     with open_engine(tmp_path, model, semantic_centering=False) as off:
-        assert not off.fusion.semantic_centering
+        assert not off.params.semantic_centering
         hybrid_off = [(s.key, round(s.score, 6)) for s in off.rank(query, mode="hybrid")[0]]
         ranked, _ = off.rank(query, mode="semantic")
         qvec = off.embed_query(query)
@@ -151,8 +150,11 @@ def test_hybrid_mode_and_the_switch(tmp_path: Path, model: Model2VecEmbedder) ->
             assert s.semantic == pytest.approx(float(stored[vector_key(s.key)] @ qvec), abs=2e-3)
         assert [s.key for s in ranked] != semantic_on
     assert hybrid_on == hybrid_off  # hybrid mode keeps the plain cosine
-    assert load_settings(env={"TUI_SEARCH_SEMANTIC_CENTERING": "0"}).semantic_centering is False
-    assert Settings().semantic_centering is True
+    assert (
+        load_settings(env={"TUI_SEARCH_SEMANTIC_CENTERING": "0"}).ranking.semantic_centering
+        is False
+    )
+    assert Settings().ranking.semantic_centering is True
 
 
 def test_the_direction_follows_the_index(tmp_path: Path, model: Model2VecEmbedder) -> None:
@@ -164,11 +166,11 @@ def test_the_direction_follows_the_index(tmp_path: Path, model: Model2VecEmbedde
     settings = Settings(workspace=ws, index_dir=tmp_path / "idx")
     with SearchEngine(settings, embedder=model) as engine:
         engine.sync()
-        first = engine.retriever.centering()
-        assert first is not None and engine.retriever.centering() is first
+        first = engine.retriever.semantic.centering()
+        assert first is not None and engine.retriever.semantic.centering() is first
         (ws / "tax.md").write_text("# Taxes\n\nFile the quarterly VAT return.\n", "utf-8")
         engine.sync()
-        second = engine.retriever.centering()
+        second = engine.retriever.semantic.centering()
         assert second is not None and second is not first
         want = Centering.from_vectors(engine.index.vectors.sample(SAMPLE_SIZE))
         assert want is not None

@@ -15,13 +15,9 @@ from tui_search.core.embedding import Model2VecEmbedder
 from tui_search.core.engine import SearchEngine
 from tui_search.core.keyword.analysis import query_term_weights
 from tui_search.core.keyword.schema import HEADING_FIELDS
-from tui_search.core.ranking.fusion import (
-    FusionParams,
-    Scored,
-    apply_heading_match,
-    apply_title_match,
-    refuse,
-)
+from tui_search.core.ranking.fusion import Scored
+from tui_search.core.ranking.params import RankingParams
+from tui_search.core.ranking.signals import apply_heading_match, apply_title_match, refuse
 
 
 def test_coverage_is_the_share_of_the_query_weight_in_the_headings(
@@ -93,9 +89,9 @@ def test_refuse_applies_the_boost_as_the_search_did(
         s.semantic, s.semantic_norm, s.soft, s.soft_norm = 0.5, 1.0, 0.5, 1.0
     lexical_boosts_off = {"heading_match_boost": 0.0, "title_match_boost": 0.0}
     on = refuse(
-        [a, b], FusionParams(document_weight=0.0, **{**lexical_boosts_off, weight_name: 0.4})
+        [a, b], RankingParams(document_weight=0.0, **{**lexical_boosts_off, weight_name: 0.4})
     )
-    off = refuse([a, b], FusionParams(document_weight=0.0, **lexical_boosts_off))
+    off = refuse([a, b], RankingParams(document_weight=0.0, **lexical_boosts_off))
     assert [s.key for s in on] == ["a:named#0", "b:body#0"]
     assert [s.key for s in off] == ["b:body#0", "a:named#0"]
     assert all(0.0 <= s.score <= 1.0 for s in on)
@@ -108,7 +104,9 @@ def model() -> Model2VecEmbedder:
 
 def _first(tmp_path: Path, model: Model2VecEmbedder, boost: float, mode: str) -> list[str]:
     settings = Settings(
-        workspace=SAMPLE_WORKSPACE, index_dir=tmp_path / "idx", heading_match_boost=boost
+        workspace=SAMPLE_WORKSPACE,
+        index_dir=tmp_path / "idx",
+        ranking=RankingParams(heading_match_boost=boost),
     )
     with SearchEngine(settings, embedder=model) as engine:
         engine.sync()
@@ -124,7 +122,7 @@ def test_the_section_the_heading_names_comes_first(
     with it, in hybrid mode."""
     named = "architecture/storage-layer:the-blobstore-interface"
     assert _first(tmp_path, model, 0.0, "hybrid")[0] != named
-    assert _first(tmp_path, model, Settings().heading_match_boost, "hybrid")[0] == named
+    assert _first(tmp_path, model, Settings().ranking.heading_match_boost, "hybrid")[0] == named
 
 
 def test_a_filter_keeps_the_heading_match(tmp_path: Path, model: Model2VecEmbedder) -> None:

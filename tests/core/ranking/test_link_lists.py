@@ -12,14 +12,9 @@ from tui_search.config import Settings
 from tui_search.core.chunking import link_share, parse_document
 from tui_search.core.embedding import Model2VecEmbedder
 from tui_search.core.engine import SearchEngine
-from tui_search.core.ranking.fusion import (
-    LINK_LIST_SHARE,
-    FusionParams,
-    Scored,
-    damp_link_lists,
-    finalize,
-    refuse,
-)
+from tui_search.core.ranking.fusion import Scored, finalize
+from tui_search.core.ranking.params import RankingParams
+from tui_search.core.ranking.signals import damp_link_lists, refuse
 
 
 def test_a_list_of_links_is_all_link_text() -> None:
@@ -41,7 +36,7 @@ def test_prose_with_a_link_is_mostly_its_own_text() -> None:
     # "Februaryuploadoutage" (20 characters) of the sentence's visible characters
     visible = len("".join(prose.replace("](../runbooks/postmortem.md)", "").split())) - 1
     assert share == pytest.approx(20 / visible)
-    assert share < LINK_LIST_SHARE
+    assert share < RankingParams().link_list_share
 
 
 def test_destinations_and_reference_definitions_are_not_visible_text() -> None:
@@ -100,8 +95,8 @@ def test_refuse_damps_as_the_search_did() -> None:
     b = Scored("b:body#0", keyword=11.0, keyword_norm=0.9, keyword_rank=2)
     for s, cos in ((a, 0.6), (b, 0.55)):
         s.semantic, s.semantic_norm, s.soft, s.soft_norm = cos, cos / 0.6, cos, cos / 0.6
-    on = refuse([a, b], FusionParams(document_weight=0.0, link_list_damping=0.3))
-    off = refuse([a, b], FusionParams(document_weight=0.0, link_list_damping=0.0))
+    on = refuse([a, b], RankingParams(document_weight=0.0, link_list_damping=0.3))
+    off = refuse([a, b], RankingParams(document_weight=0.0, link_list_damping=0.0))
     assert [s.key for s in on] == ["b:body#0", "a:see-also#0"]
     assert [s.key for s in off] == ["a:see-also#0", "b:body#0"]
 
@@ -117,9 +112,11 @@ def _see_also_ranks(tmp_path: Path, model: Model2VecEmbedder, damping: float) ->
     settings = Settings(
         workspace=SAMPLE_WORKSPACE,
         index_dir=tmp_path / f"idx{damping}",
-        link_list_damping=damping,
-        heading_match_boost=0.0,  # the postmortem's title names the query: off, to see the lists
-        rerank_depth=0,  # the damping itself, before the re-ranker re-orders the head
+        ranking=RankingParams(
+            link_list_damping=damping,
+            heading_match_boost=0.0,  # the postmortem's title names the query: off, to see the lists
+            rerank_depth=0,  # the damping itself, before the re-ranker re-orders the head
+        ),
     )
     with SearchEngine(settings, embedder=model) as engine:
         engine.sync()
@@ -141,7 +138,7 @@ def test_see_also_lists_rank_below_the_page_they_link_to(
     without the damping, and fall below it with the shipped damping."""
     *lists, post = _see_also_ranks(tmp_path, model, 0.0)
     assert max(lists) < post
-    *lists, post = _see_also_ranks(tmp_path, model, Settings().link_list_damping)
+    *lists, post = _see_also_ranks(tmp_path, model, Settings().ranking.link_list_damping)
     assert min(lists) > post
 
 

@@ -9,22 +9,24 @@ import pytest
 from tests.conftest import rank_sample
 from tui_search.config import Settings, load_settings
 from tui_search.core.embedding import Model2VecEmbedder
-from tui_search.core.ranking.fusion import FusionParams, Scored, long_question_share, mix_rankings
+from tui_search.core.ranking.fusion import Scored, mix_rankings
+from tui_search.core.ranking.params import RankingParams
+from tui_search.core.ranking.policy import long_question_share
 
 LONG = "what should we do when the pages of the app take too long to load"  # 15 words
 SHORT = "slow pages"
 
 
 def test_the_share_rises_from_the_first_word_count_to_the_full_one() -> None:
-    ramp = FusionParams(long_question_from=8, long_question_full=16)
+    ramp = RankingParams(long_question_from=8, long_question_full=16)
     assert [long_question_share(ramp, n) for n in (0, 5, 7)] == [0.0, 0.0, 0.0]
     assert long_question_share(ramp, 8) == 0.0
     assert long_question_share(ramp, 12) == pytest.approx(0.5)
     assert long_question_share(ramp, 14) == pytest.approx(0.75)
     assert long_question_share(ramp, 16) == 1.0 == long_question_share(ramp, 60)
-    off = FusionParams(long_question_from=0, long_question_full=16)
+    off = RankingParams(long_question_from=0, long_question_full=16)
     assert long_question_share(off, 40) == 0.0
-    step = FusionParams(long_question_from=10, long_question_full=10)
+    step = RankingParams(long_question_from=10, long_question_full=10)
     assert (long_question_share(step, 9), long_question_share(step, 10)) == (0.0, 1.0)
 
 
@@ -94,6 +96,6 @@ def test_short_queries_and_the_other_modes_are_left_alone(
 def test_the_settings() -> None:
     env = {"TUI_SEARCH_LONG_QUESTION_FROM": "0", "TUI_SEARCH_LONG_QUESTION_CENTERING": "0.3"}
     settings = load_settings(env=env)
-    assert settings.long_question_from == 0
-    assert FusionParams.from_settings(settings).long_question_centering == 0.3
-    assert FusionParams().long_question_from == Settings().long_question_from
+    assert settings.ranking.long_question_from == 0
+    assert settings.ranking.long_question_centering == 0.3
+    assert RankingParams().long_question_from == Settings().ranking.long_question_from

@@ -16,13 +16,9 @@ from tui_search.core.embedding import Model2VecEmbedder
 from tui_search.core.engine import SearchEngine
 from tui_search.core.keyword.analysis import text_analyzer
 from tui_search.core.keyword.schema import LIKELIHOOD_FIELDS
-from tui_search.core.ranking.fusion import (
-    FusionParams,
-    Scored,
-    dirichlet_likelihood,
-    mix_likelihood,
-    mix_rankings,
-)
+from tui_search.core.ranking.fusion import Scored, mix_rankings
+from tui_search.core.ranking.params import RankingParams
+from tui_search.core.ranking.signals import dirichlet_likelihood, mix_likelihood
 
 LONG = "what should we do when the pages of the app take too long to load"  # 15 words
 SHORT = "slow pages"
@@ -40,7 +36,7 @@ def test_the_likelihood_by_hand() -> None:
     assert got.tolist() == pytest.approx(want)
     # a document holding more of a rare word, or the same words in fewer, ranks higher
     assert got[0] > got[1]
-    assert dirichlet_likelihood(np.zeros((0, 3)), np.ones(3), [], []).tolist() == [0.0] * 3
+    assert dirichlet_likelihood(np.zeros((0, 3)), np.ones(3), [], [], 100.0).tolist() == [0.0] * 3
 
 
 def test_mixing_keeps_scores_within_0_1() -> None:
@@ -135,6 +131,10 @@ def test_short_queries_and_the_other_modes_are_left_alone(
 
 def test_the_setting() -> None:
     settings = load_settings(env={"TUI_SEARCH_LONG_QUESTION_LIKELIHOOD": "0"})
-    assert settings.long_question_likelihood == 0.0
-    assert FusionParams.from_settings(settings).long_question_likelihood == 0.0
-    assert FusionParams().long_question_likelihood == Settings().long_question_likelihood == 0.2
+    assert settings.ranking.long_question_likelihood == 0.0
+    assert settings.ranking.long_question_likelihood == 0.0
+    assert (
+        RankingParams().long_question_likelihood
+        == Settings().ranking.long_question_likelihood
+        == 0.2
+    )

@@ -9,14 +9,10 @@ import pytest
 from tui_search.config import Settings
 from tui_search.core.keyword.analysis import query_term_weights
 from tui_search.core.keyword.bm25 import flatten_disjunction
-from tui_search.core.keyword.compile import LexicalParams, plain_query
-from tui_search.core.ranking.fusion import (
-    FusionParams,
-    Scored,
-    blend_document,
-    document_of,
-    finalize,
-)
+from tui_search.core.keyword.compile import plain_query
+from tui_search.core.ranking.fusion import Scored, document_of, finalize
+from tui_search.core.ranking.params import RankingParams
+from tui_search.core.ranking.signals import blend_document
 
 
 def test_repeated_query_words_weigh_one_plus_log_count() -> None:
@@ -28,7 +24,7 @@ def test_repeated_query_words_weigh_one_plus_log_count() -> None:
 
 
 def test_plain_query_carries_the_weights_into_every_field() -> None:
-    params = LexicalParams(title_boost=0.5, heading_boost=0.75, query_term_frequency=True)
+    params = RankingParams(title_boost=0.5, heading_boost=0.75, query_term_frequency=True)
     q = plain_query("backup backup restore", params)
     assert q is not None
     clauses = {(f, t): b for f, t, b in flatten_disjunction(q) or []}
@@ -37,7 +33,7 @@ def test_plain_query_carries_the_weights_into_every_field() -> None:
     assert clauses[("title", "backup")] == pytest.approx(0.5 * rep)
     assert clauses[("heading", "backup")] == pytest.approx(0.75 * rep)
     assert clauses[("body", "restor")] == pytest.approx(1.0)
-    once = plain_query("backup backup restore", LexicalParams(query_term_frequency=False))
+    once = plain_query("backup backup restore", RankingParams(query_term_frequency=False))
     assert once is not None
     assert {b for f, t, b in flatten_disjunction(once) or [] if f == "body"} == {1.0}
 
@@ -86,15 +82,16 @@ def test_settings_are_the_one_home_of_the_weights() -> None:
             "TUI_SEARCH_LINK_LIST_DAMPING": "0",
             "TUI_SEARCH_HEADING_MATCH_BOOST": "0.25",
         }
-    )
+    ).ranking
+    default = RankingParams()
+    assert Settings().ranking == default
     assert (s.link_list_damping, s.heading_match_boost) == (0.0, 0.25)
-    assert Settings().link_list_damping == FusionParams().link_list_damping > 0
-    assert Settings().heading_match_boost == FusionParams().heading_match_boost > 0
-    assert s.drop_question_words is False and Settings().drop_question_words
-    assert s.file_vector_weight == 0.3 and Settings().file_vector_weight == 0.1
+    assert default.link_list_damping > 0 and default.heading_match_boost > 0
+    assert s.drop_question_words is False and default.drop_question_words
+    assert s.file_vector_weight == 0.3 and default.file_vector_weight == 0.1
     assert (s.title_boost, s.query_term_frequency, s.document_weight) == (0.5, False, 0.0)
     assert (s.file_weight, s.long_query_words) == (0.35, 0)
-    assert Settings().document_weight > 0 and Settings().query_term_frequency
+    assert default.document_weight > 0 and default.query_term_frequency
 
 
 def test_engine_takes_the_levers_from_settings(tmp_path, fake_embedder) -> None:  # type: ignore[no-untyped-def]
@@ -104,26 +101,28 @@ def test_engine_takes_the_levers_from_settings(tmp_path, fake_embedder) -> None:
     settings = Settings(
         workspace=SAMPLE_WORKSPACE,
         index_dir=tmp_path / "idx",
-        title_boost=0.5,
-        query_term_frequency=False,
-        document_weight=0.25,
-        file_weight=0.3,
-        long_query_words=7,
-        drop_question_words=False,
-        heading_match_boost=0.0,  # applied after the blend: off for the blend's invariant
-        title_match_boost=0.0,  # likewise
-        link_list_damping=0.2,
+        ranking=RankingParams(
+            title_boost=0.5,
+            query_term_frequency=False,
+            document_weight=0.25,
+            file_weight=0.3,
+            long_query_words=7,
+            drop_question_words=False,
+            heading_match_boost=0.0,
+            title_match_boost=0.0,
+            link_list_damping=0.2,
+        ),
     )
     with SearchEngine(settings, embedder=fake_embedder) as engine:
-        assert engine.fusion.heading_match_boost == 0.0
-        assert engine.fusion.title_match_boost == 0.0
-        assert engine.fusion.link_list_damping == 0.2
-        assert engine.lexical_params.drop_question_words is False
-        assert engine.lexical_params.title_boost == 0.5
-        assert engine.lexical_params.file_weight == 0.3
-        assert engine.lexical_params.long_query_words == 7
-        assert engine.lexical_params.query_term_frequency is False
-        assert engine.fusion.document_weight == 0.25
+        assert engine.params.heading_match_boost == 0.0
+        assert engine.params.title_match_boost == 0.0
+        assert engine.params.link_list_damping == 0.2
+        assert engine.params.drop_question_words is False
+        assert engine.params.title_boost == 0.5
+        assert engine.params.file_weight == 0.3
+        assert engine.params.long_query_words == 7
+        assert engine.params.query_term_frequency is False
+        assert engine.params.document_weight == 0.25
         engine.sync()
         res = engine.search("backup restore", mode="keyword", limit=20, explain=True)
         assert res.hits
@@ -224,7 +223,11 @@ def test_file_weight_lifts_the_section_of_the_file_that_covers_the_query(tmp_pat
     )
 
     def ranking(weight: float) -> list[str]:
-        settings = Settings(workspace=ws, index_dir=tmp_path / f"idx{weight}", file_weight=weight)
+        settings = Settings(
+            workspace=ws,
+            index_dir=tmp_path / f"idx{weight}",
+            ranking=RankingParams(file_weight=weight),
+        )
         with SearchEngine(settings, embedder=FakeEmbedder()) as engine:
             engine.sync()
             res = engine.search("nightly snapshots restore", mode="keyword", limit=10)
@@ -275,20 +278,20 @@ def test_every_query_leaves_the_words_that_frame_a_question_out() -> None:
     assert set(query_term_weights("Who are you?", question_words=True)) == {"who"}
     # a long query leaves out every function word, as before
     assert "befor" not in query_term_weights(LONG, long_query_words=12, question_words=True)
-    q = plain_query(short, LexicalParams())
+    q = plain_query(short, RankingParams())
     assert q is not None
     terms_q = {t for _, t, _ in flatten_disjunction(q) or []}
     assert "compil" in terms_q and "what" not in terms_q
-    q_all = plain_query(short, LexicalParams(drop_question_words=False))
+    q_all = plain_query(short, RankingParams(drop_question_words=False))
     assert q_all is not None
     assert "what" in {t for _, t, _ in flatten_disjunction(q_all) or []}
 
 
 def test_plain_query_of_a_long_question_has_no_function_word_clauses() -> None:
-    q = plain_query(LONG, LexicalParams(long_query_words=12))
+    q = plain_query(LONG, RankingParams(long_query_words=12))
     assert q is not None
     terms = {t for _, t, _ in flatten_disjunction(q) or []}
     assert "compil" in terms and "what" not in terms and "how" not in terms
-    q_all = plain_query(LONG, LexicalParams(long_query_words=0, drop_question_words=False))
+    q_all = plain_query(LONG, RankingParams(long_query_words=0, drop_question_words=False))
     assert q_all is not None
     assert "what" in {t for _, t, _ in flatten_disjunction(q_all) or []}

@@ -14,7 +14,8 @@ from tui_search.config import Settings
 from tui_search.core.engine import SearchEngine
 from tui_search.core.errors import ModelError
 from tui_search.core.ranking.fusion import Scored
-from tui_search.core.ranking.rerank import Reranker, RerankParams, SentenceEncoder
+from tui_search.core.ranking.params import RankingParams
+from tui_search.core.ranking.rerank import Reranker, SentenceEncoder
 from tui_search.core.store import Store
 
 DATA = Path(__file__).resolve().parents[2] / "data"
@@ -70,7 +71,9 @@ def _workspace(root: Path) -> Path:
 
 def _engine(tmp_path: Path, name: str = "index", **kw: object) -> SearchEngine:
     waits = bool(kw.pop("rerank_waits", True))
-    settings = Settings(workspace=_workspace(tmp_path / "ws"), index_dir=tmp_path / name, **kw)  # type: ignore[arg-type]
+    settings = Settings(workspace=_workspace(tmp_path / "ws"), index_dir=tmp_path / name).replace(
+        **kw
+    )
     engine = SearchEngine(settings, rerank_waits=waits)
     engine.build()
     return engine
@@ -155,7 +158,7 @@ def test_the_head_a_search_missed_is_filled_first(tmp_path: Path) -> None:
     engine = _engine(tmp_path, rerank_waits=False)
     assert engine.search(QUESTION, limit=10).rerank_pending > 0
     assert engine.reranker is not None
-    engine.reranker.params = RerankParams(depth=2, weight=0.2)
+    engine.reranker.params = RankingParams(rerank_depth=2, rerank_weight=0.2)
     assert engine.search(QUESTION, limit=10).rerank_pending == 2
     assert engine.fill_rerank_vectors(batch=2) == 2
     assert engine.search(QUESTION, limit=10).reranked  # those two were the search's head
@@ -201,7 +204,7 @@ def test_mixing_moves_the_heads_order_and_keeps_it_above_the_rest(tmp_path: Path
     others = [k for k in keys if k != audit]
     ranked = [Scored(key=k, score=1.0 - 0.05 * i) for i, k in enumerate([*others[:3], audit])]
     ranked += [Scored(key=k, score=0.5 - 0.01 * i) for i, k in enumerate(others[3:])]
-    rr = Reranker(store, RerankParams(depth=4, weight=0.5), encoder=_KeywordEncoder)  # type: ignore[arg-type]
+    rr = Reranker(store, RankingParams(rerank_depth=4, rerank_weight=0.5), encoder=_KeywordEncoder)  # type: ignore[arg-type]
     outcome = rr.apply("audit", ranked)
     assert outcome.applied
     assert ranked[0].key == audit  # last of the head, first after the mix
@@ -233,20 +236,21 @@ def test_vectors_of_another_recipe_are_dropped(tmp_path: Path) -> None:
 
 
 def test_the_explain_panel_says_what_the_reranker_did(tmp_path: Path) -> None:
-    from tui_search.core.results import Explanation
     from tui_search.ui.widgets.explain import explain_content
 
     engine = _engine(tmp_path)
     results = engine.search(QUESTION, limit=3, explain=True)
     hit = results.hits[0]
-    why = Explanation.from_scores(hit.scores, results.soft_share)
-    assert why is not None and why.rerank_cosine is not None and why.before_rerank is not None
+    why = results.explanation(hit)
+    assert why is not None
+    cosine, before = why.record.rerank_cosine, why.record.before_rerank
+    assert cosine is not None and before is not None
     text = explain_content(hit, why, 0).plain
-    assert f"{why.before_rerank:.2f} → {hit.relevance_score:.2f}" in text
-    assert f"cosine {why.rerank_cosine:.2f}" in text
+    assert f"{before:.2f} → {hit.relevance_score:.2f}" in text
+    assert f"cosine {cosine:.2f}" in text
     static = _engine(tmp_path, "off", rerank_depth=0).search(QUESTION, limit=1, explain=True)
-    plain = Explanation.from_scores(static.hits[0].scores, static.soft_share)
-    assert plain is not None and plain.rerank_cosine is None
+    plain = static.explanation(static.hits[0])
+    assert plain is not None and plain.record.rerank_cosine is None
     assert "sentence encoder" not in explain_content(static.hits[0], plain, 0).plain
     engine.close()
 

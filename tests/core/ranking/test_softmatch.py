@@ -12,7 +12,9 @@ from tui_search.config import Settings
 from tui_search.core.chunking import section_of
 from tui_search.core.embedding import Model2VecEmbedder, TokenEmbedder
 from tui_search.core.engine import SearchEngine
-from tui_search.core.ranking.fusion import FusionParams, fuse
+from tui_search.core.ranking.explain import Explanation
+from tui_search.core.ranking.fusion import fuse
+from tui_search.core.ranking.params import RankingParams
 from tui_search.core.ranking.softmatch import (
     query_token_weights,
     soft_match_score_sets,
@@ -82,7 +84,9 @@ def test_semantic_mode_spreads_a_word_over_its_pieces_and_hybrid_does_not(
     soft: dict[tuple[str, float], dict[str, float]] = {}
     for exponent in (0.0, 0.6):
         settings = Settings(
-            workspace=root, index_dir=tmp_path / "idx", soft_match_piece_exponent=exponent
+            workspace=root,
+            index_dir=tmp_path / "idx",
+            ranking=RankingParams(soft_match_piece_exponent=exponent),
         )
         with SearchEngine(settings, embedder=model) as engine:
             engine.sync()
@@ -143,8 +147,8 @@ def test_fusion_mixes_soft_match_into_the_semantic_side() -> None:
     keyword = [("a", 10.0), ("b", 5.0), ("c", 1.0)]
     semantic = [("c", 0.9), ("b", 0.5), ("a", 0.1)]
     soft = {"a": 0.2, "b": 0.9, "c": 0.4}
-    params = FusionParams(keyword_weight=0.5, soft_share=0.5)
-    scored, weights = fuse(keyword, semantic, mode="hybrid", params=params, soft=soft)
+    params = RankingParams(keyword_weight=0.5, soft_match_share=0.5)
+    scored, weights = fuse(keyword, semantic, params=params, soft=soft)
     assert weights == (0.5, 0.5)
     by_key = {s.key: s for s in scored}
     # min-max: keyword a=1, b=4/9, c=0; cosine c=1, b=0.5, a=0; soft b=1, c=2/7, a=0
@@ -157,14 +161,13 @@ def test_fusion_mixes_soft_match_into_the_semantic_side() -> None:
     # one confidence factor per query scales every score alike
     assert max(ratios.values()) == pytest.approx(min(ratios.values()))
     assert by_key["b"].soft_norm == pytest.approx(1.0)
-    assert "soft_match" in by_key["b"].explain(weights, "x")
+    assert "soft_match" in Explanation.of(by_key["b"], weights, 0.5, "x").to_json()
     # without soft scores (or with share 0) the fusion is the plain cosine one
-    plain, _ = fuse(keyword, semantic, mode="hybrid", params=params)
+    plain, _ = fuse(keyword, semantic, params=params)
     off, _ = fuse(
         keyword,
         semantic,
-        mode="hybrid",
-        params=FusionParams(keyword_weight=0.5, soft_share=0.0),
+        params=RankingParams(keyword_weight=0.5, soft_match_share=0.0),
         soft=soft,
     )
     assert [s.score for s in plain] == pytest.approx([s.score for s in off])
@@ -226,18 +229,16 @@ def test_default_keyword_weight_follows_the_semantic_side() -> None:
     keyword = [("a", 3.0), ("b", 2.0), ("c", 1.0)]
     semantic = [("c", 0.9), ("b", 0.5), ("a", 0.1)]
     soft = {"a": 0.2, "b": 0.9, "c": 0.4}
-    auto = FusionParams()
-    assert fuse(keyword, semantic, mode="hybrid", params=auto, soft=soft)[1] == pytest.approx(
-        (0.36, 0.64)
-    )
-    assert fuse(keyword, semantic, mode="hybrid", params=auto)[1] == (0.8, pytest.approx(0.2))
-    no_soft = FusionParams(soft_share=0.0)
-    assert fuse(keyword, semantic, mode="hybrid", params=no_soft, soft=soft)[1][0] == 0.8
-    fixed = FusionParams(keyword_weight=0.65)
-    assert fuse(keyword, semantic, mode="hybrid", params=fixed, soft=soft)[1][0] == 0.65
+    auto = RankingParams()
+    assert fuse(keyword, semantic, params=auto, soft=soft)[1] == pytest.approx((0.36, 0.64))
+    assert fuse(keyword, semantic, params=auto)[1] == (0.8, pytest.approx(0.2))
+    no_soft = RankingParams(soft_match_share=0.0)
+    assert fuse(keyword, semantic, params=no_soft, soft=soft)[1][0] == 0.8
+    fixed = RankingParams(keyword_weight=0.65)
+    assert fuse(keyword, semantic, params=fixed, soft=soft)[1][0] == 0.65
     # a setting from the environment is a float, its absence leaves the tuned default
-    assert load_settings(env={"TUI_SEARCH_KEYWORD_WEIGHT": "0.7"}).keyword_weight == 0.7
-    assert load_settings(env={}).keyword_weight is None
+    assert load_settings(env={"TUI_SEARCH_KEYWORD_WEIGHT": "0.7"}).ranking.keyword_weight == 0.7
+    assert load_settings(env={}).ranking.keyword_weight is None
 
 
 def test_token_ids_round_trip_through_the_manifest() -> None:
@@ -333,7 +334,7 @@ def test_long_queries_keep_function_words_in_the_soft_match(
         settings = Settings(
             workspace=ws,
             index_dir=tmp_path / f"i{long_query_words}",
-            long_query_words=long_query_words,
+            ranking=RankingParams(long_query_words=long_query_words),
         )
         with SearchEngine(settings, embedder=model) as engine:
             engine.sync()
@@ -359,7 +360,11 @@ def test_semantic_mode_leaves_question_words_out_of_the_soft_match(
     question = "what does the restore do"
 
     def soft(drop: bool, mode: str) -> dict[str, float]:
-        settings = Settings(workspace=ws, index_dir=tmp_path / f"i{drop}", drop_question_words=drop)
+        settings = Settings(
+            workspace=ws,
+            index_dir=tmp_path / f"i{drop}",
+            ranking=RankingParams(drop_question_words=drop),
+        )
         with SearchEngine(settings, embedder=model) as engine:
             engine.sync()
             found, _ = engine.rank(engine.plan(question), mode)

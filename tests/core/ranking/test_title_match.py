@@ -14,12 +14,9 @@ from tui_search.core.embedding import Model2VecEmbedder
 from tui_search.core.engine import SearchEngine
 from tui_search.core.keyword.analysis import query_term_weights
 from tui_search.core.keyword.schema import HEADING_FIELDS, TITLE_FIELD
-from tui_search.core.ranking.fusion import (
-    TITLE_MATCH_FLOOR,
-    FusionParams,
-    Scored,
-    apply_title_match,
-)
+from tui_search.core.ranking.fusion import Scored
+from tui_search.core.ranking.params import RankingParams
+from tui_search.core.ranking.signals import apply_title_match
 
 PAGES = {
     "governor.md": "# Governor of Texas\n\nThe governor of Texas is the state's chief executive.\n",
@@ -69,15 +66,16 @@ def test_the_match_is_query_share_times_title_share(tmp_path: Path, fake_embedde
 
 def test_a_match_under_the_floor_names_nothing() -> None:
     """(The boost itself, 1 + weight x match², is checked with the heading match's.)"""
+    floor = RankingParams().title_match_floor
     scored = [Scored("a:x#0", score=0.5), Scored("b:y#0", score=0.5)]
-    apply_title_match(scored, {"a:x#0": TITLE_MATCH_FLOOR, "b:y#0": TITLE_MATCH_FLOOR - 0.01}, 1.0)
-    assert scored[0].title_factor == pytest.approx(1 + TITLE_MATCH_FLOOR**2)
+    apply_title_match(scored, {"a:x#0": floor, "b:y#0": floor - 0.01}, 1.0, floor)
+    assert scored[0].title_factor == pytest.approx(1 + floor**2)
     assert scored[1].title_factor == 1.0 and scored[1].score == 0.5
-    assert scored[1].title_match == pytest.approx(TITLE_MATCH_FLOOR - 0.01)  # shown, not counted
+    assert scored[1].title_match == pytest.approx(floor - 0.01)  # shown, not counted
 
 
 def test_the_default_is_on() -> None:
-    assert Settings().title_match_boost == FusionParams().title_match_boost > 0
+    assert Settings().ranking.title_match_boost == RankingParams().title_match_boost > 0
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +88,9 @@ def _search(
 ) -> list[dict[str, object]]:
     """Each hit's section id and explained scores, best first."""
     settings = Settings(
-        workspace=_workspace(tmp_path), index_dir=tmp_path / "idx", title_match_boost=boost
+        workspace=_workspace(tmp_path),
+        index_dir=tmp_path / "idx",
+        ranking=RankingParams(title_match_boost=boost),
     )
     with SearchEngine(settings, embedder=model) as engine:
         engine.sync()
@@ -105,7 +105,7 @@ def test_the_page_the_title_names_comes_first(tmp_path: Path, model: Model2VecEm
     the title match too, but not the heading match."""
     named = "governor:governor-of-texas"
     assert _search(tmp_path / "off", model, 0.0, "keyword")[0]["id"] != named
-    boost = Settings().title_match_boost
+    boost = Settings().ranking.title_match_boost
     assert _search(tmp_path / "on", model, boost, "keyword")[0]["id"] == named
     top = _search(tmp_path / "hybrid", model, boost, "hybrid")[0]
     assert top["id"] == named and "title match" in str(top["fusion"])

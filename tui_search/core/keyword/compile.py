@@ -21,7 +21,6 @@ import tui_search.core.startup  # noqa: F401  (before Whoosh: see its docstring)
 # isort: split
 from whoosh import query as Q
 
-from tui_search.config import Settings
 from tui_search.core.keyword.analysis import (
     analyze,
     identifiers_in,
@@ -30,35 +29,13 @@ from tui_search.core.keyword.analysis import (
 )
 from tui_search.core.plan import And, Field, Node, Not, Or, Phrase, Seq, Word
 from tui_search.core.query import QuerySyntaxError, has_text
+from tui_search.core.ranking.params import RankingParams
 
 if TYPE_CHECKING:  # networkx loads only when a query names documents
     from tui_search.core.graph import LinkGraph
 
 
-@dataclass(frozen=True)
-class LexicalParams:
-    """Field weights and BM25F parameters (tuned on the SciFact train split, see
-    docs/evaluation.md). A document's title is also the first entry of every heading path, so
-    title text scores in both fields: 0.25 + 0.25 keeps titles from drowning the body
-    (1.5 + 1.5 cost 0.09 nDCG@10 on SciFact)."""
-
-    title_boost: float = Settings.title_boost
-    heading_boost: float = Settings.heading_boost
-    tags_boost: float = 1.0
-    ident_boost: float = 1.0
-    k1: float = 1.2
-    b: float = 0.75
-    #: Count repeated query words (``query_term_weights``); off = each word once.
-    query_term_frequency: bool = Settings.query_term_frequency
-    #: Queries of at least this many words leave English function words out (0 = never).
-    long_query_words: int = Settings.long_query_words
-    #: Leave ``QUESTION_WORDS`` out of every query (``query_term_weights``).
-    drop_question_words: bool = Settings.drop_question_words
-    #: Share of a chunk's keyword score taken from its whole file's BM25F (``FastBM25``).
-    file_weight: float = Settings.file_weight
-
-
-def term_clause(term: str, params: LexicalParams, weight: float = 1.0) -> Q.Query:
+def term_clause(term: str, params: RankingParams, weight: float = 1.0) -> Q.Query:
     """One analysed term in each text field, weighted by the field's boost."""
     return Q.Or(
         [
@@ -70,7 +47,7 @@ def term_clause(term: str, params: LexicalParams, weight: float = 1.0) -> Q.Quer
     )
 
 
-def plain_query(text: str, params: LexicalParams) -> Q.Query | None:
+def plain_query(text: str, params: RankingParams) -> Q.Query | None:
     """Words ranked, not all required; identifier-like words also match exactly."""
     clauses: list[Q.Query] = []
     for term, weight in query_term_weights(
@@ -176,7 +153,7 @@ class Compiler:
 
     graph_source: Callable[[], LinkGraph]
     paths_source: Callable[[], Iterable[str]]
-    params: LexicalParams
+    params: RankingParams
     depth: int
     warnings: list[str] = field(default_factory=list)
     distances: dict[str, int] = field(default_factory=dict)
@@ -364,7 +341,7 @@ class Compiler:
 
 
 def compile_tree(
-    tree: Node, graph_source: Callable[[], LinkGraph], params: LexicalParams, depth: int = 1
+    tree: Node, graph_source: Callable[[], LinkGraph], params: RankingParams, depth: int = 1
 ) -> tuple[Q.Query | None, Q.Query | None]:
     """The Whoosh queries of a query tree: the exact (scored) one and the relaxed filter that
     restricts every arm (``None`` = no restriction)."""

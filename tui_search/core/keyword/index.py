@@ -31,10 +31,10 @@ from tui_search.core.errors import IndexError_
 from tui_search.core.keyword import files as whoosh_files
 from tui_search.core.keyword.analysis import ANALYSIS, ANALYSIS_FILE
 from tui_search.core.keyword.bm25 import FastBM25, LiveBM25F, on_disk, segment_id_of
-from tui_search.core.keyword.compile import LexicalParams
 from tui_search.core.keyword.schema import SCORED_FIELDS, document_fields, make_schema
 from tui_search.core.keyword.segcache import SegmentCache
 from tui_search.core.keyword.snapshot import LexicalSnapshot, section_ordinals_of
+from tui_search.core.ranking.params import RankingParams
 from tui_search.core.store import ChunkRecord, vector_key
 
 #: Writes of at least this many chunks use Whoosh's multi-process writer.
@@ -52,9 +52,9 @@ def _segment_ids(s: Searcher) -> tuple[str, ...]:
 class LexicalIndex:
     """One Whoosh index in ``directory``. Writes go through the single indexer."""
 
-    def __init__(self, directory: Path, params: LexicalParams | None = None) -> None:
+    def __init__(self, directory: Path, params: RankingParams | None = None) -> None:
         self.directory = directory
-        self.params = params or LexicalParams()
+        self.params = params or RankingParams()
         self._lock = threading.Lock()
         self._searcher: Searcher | None = None
         # A searcher replaced by a newer one stays open while a snapshot (a search running in
@@ -117,7 +117,7 @@ class LexicalIndex:
                 time.sleep(0.05)
 
     @classmethod
-    def recreate(cls, directory: Path, params: LexicalParams | None = None) -> LexicalIndex:
+    def recreate(cls, directory: Path, params: RankingParams | None = None) -> LexicalIndex:
         shutil.rmtree(directory, ignore_errors=True)
         return cls(directory, params)
 

@@ -5,9 +5,8 @@ direction around it), so raw cosines run high and close together whatever the te
 mode compares the query with each candidate after removing both: ``v -> normalise(v - mean)``,
 then the principal direction's component out, then normalised again (the "all but the top"
 post-processing, one component). The mean and the direction come from an even sample of the
-index's own vectors; nothing is stored, and the stored vectors are not changed (session 6 of
-issue 10 in docs/evaluation.md: semantic mode +0.017 nDCG@10 on the mean of ten judged sets,
-hybrid mode not helped, so it keeps the plain cosine)."""
+index's own vectors; nothing is stored, and the stored vectors are not changed. Hybrid mode
+keeps the plain cosine (docs/ranking.md#centering)."""
 
 from __future__ import annotations
 

@@ -7,8 +7,8 @@ as sentences, and its cosine is mixed into their scores::
 
     score' = (1 - weight) x score + weight x cos' x best score
 
-where ``cos'`` is the cosine min-max normalised over the head. Measured on every judged set
-(docs/evaluation.md, session 24): top 20 at weight 0.3 lifts every set, none lower.
+where ``cos'`` is the cosine min-max normalised over the head; ``depth`` and ``weight`` are
+``RankingParams.rerank_depth`` and ``rerank_weight`` (docs/ranking.md#re-ranker).
 
 Costs, and how they are kept off the user's path:
 - a section's vector takes ~37 ms (128 tokens, two cores), so vectors are never made by the
@@ -42,6 +42,7 @@ import numpy as np
 
 from tui_search.core.chunking import embedding_text
 from tui_search.core.errors import ModelError
+from tui_search.core.ranking.params import RankingParams
 from tui_search.core.store import VECTOR_DTYPE
 
 if TYPE_CHECKING:
@@ -179,15 +180,6 @@ def passage_text(title: str, heading_path: tuple[str, ...], content: str) -> str
 
 
 @dataclass(frozen=True)
-class RerankParams:
-    """How much of the ranking the encoder re-orders, and how strongly (the defaults live in
-    ``Settings.rerank_depth`` / ``rerank_weight``)."""
-
-    depth: int
-    weight: float
-
-
-@dataclass(frozen=True)
 class RerankOutcome:
     """What one search's re-ranking did: ``applied`` when the head was re-ordered;
     ``missing`` sections of the head had no vector yet (the background fill owes them)."""
@@ -220,7 +212,7 @@ class Reranker:
     def __init__(
         self,
         store: Store,
-        params: RerankParams,
+        params: RankingParams,
         *,
         on_demand: bool = True,
         encoder: Callable[[], SentenceEncoder] = SentenceEncoder,
@@ -298,16 +290,19 @@ class Reranker:
     def apply(self, query: Future[np.ndarray] | str, ranked: list[Scored]) -> RerankOutcome:
         """Re-score the head of ``ranked`` (sorted, best first) in place and sort it again."""
         self.last_search = time.monotonic()
-        k = self.params.depth
+        k = self.params.rerank_depth
         head = ranked[:k]
-        if len(head) < 2 or self.params.weight <= 0:
+        if len(head) < 2 or self.params.rerank_weight <= 0:
             return RerankOutcome(False)
         cos, missing = self.cosines(query, [s.key for s in head])
         if cos is None:
             return RerankOutcome(False, missing)
         floor = ranked[k].score if len(ranked) > k else 0.0
         for s, value, raw in zip(
-            head, mix([s.score for s in head], cos, self.params.weight, floor), cos, strict=True
+            head,
+            mix([s.score for s in head], cos, self.params.rerank_weight, floor),
+            cos,
+            strict=True,
         ):
             s.rerank_cosine, s.before_rerank, s.score = float(raw), s.score, value
         ranked[:k] = sorted(head, key=lambda s: (-s.score, s.key))
@@ -329,7 +324,7 @@ class Reranker:
                     if key in hashes:
                         self._wanted[hashes[key]] = None
                         self._wanted.move_to_end(hashes[key])
-                while len(self._wanted) > 10 * max(self.params.depth, 1):
+                while len(self._wanted) > 10 * max(self.params.rerank_depth, 1):
                     self._wanted.popitem(last=False)
             return None, len(missing)
         if missing:

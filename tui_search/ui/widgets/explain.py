@@ -53,6 +53,7 @@ def explain_content(hit: Hit, why: Explanation | None, position: int | None) -> 
     sem = why.semantic_weight
     cosine_w = sem * (1.0 - why.soft_share)
     soft_w = sem * why.soft_share
+    r = why.record
     rows: list[Content] = [head]
 
     def row(label: str, raw: str, rank: str, norm: float, style: str, weight: str) -> None:
@@ -69,94 +70,90 @@ def explain_content(hit: Hit, why: Explanation | None, position: int | None) -> 
 
     row(
         "keyword",
-        f"{why.keyword:.2f}",
-        _rank(why.keyword_rank),
-        why.keyword_norm,
+        f"{r.keyword:.2f}",
+        _rank(r.keyword_rank),
+        r.keyword_norm,
         "$primary",
         f"× {why.keyword_weight:.2f}",
     )
     row(
         "cosine",
-        f"{why.cosine:.3f}",
-        _rank(why.cosine_rank),
-        why.cosine_norm,
+        f"{r.semantic:.3f}",
+        _rank(r.semantic_rank),
+        r.semantic_norm,
         "$secondary",
         f"× {cosine_w:.2f}",
     )
     if why.soft_share > 0:
         row(
             "soft match",
-            f"{why.soft_match:.3f}",
+            f"{r.soft:.3f}",
             "",
-            why.soft_match_norm,
+            r.soft_norm,
             "$accent",
             f"× {soft_w:.2f}",
         )
     boost = (
-        f"×{why.boost:.2f}  exact: " + ", ".join(sanitize_terminal(i) for i in why.identifiers)
-        if why.identifiers
+        f"×{r.boost:.2f}  exact: " + ", ".join(sanitize_terminal(i) for i in r.matched_identifiers)
+        if r.matched_identifiers
         else "none"
     )
     rows.append(Content.assemble(("boost     ", "bold"), (f"{boost}", "$text-muted")))
-    if why.heading_match > 0:
+    if r.heading_match > 0:
         rows.append(
             Content.assemble(
                 ("headings  ", "bold"),
                 (
-                    f"×{why.heading_factor:.2f}  {why.heading_match:.0%} of the query is in its "
+                    f"×{r.heading_factor:.2f}  {r.heading_match:.0%} of the query is in its "
                     "title and headings",
                     "$text-muted",
                 ),
             )
         )
-    if why.title_factor > 1.0:  # a match under the floor names nothing
+    if r.title_factor > 1.0:  # a match under the floor names nothing
         rows.append(
             Content.assemble(
                 ("title     ", "bold"),
                 (
-                    f"×{why.title_factor:.2f}  it names the query: {why.title_match:.0%}",
+                    f"×{r.title_factor:.2f}  it names the query: {r.title_match:.0%}",
                     "$text-muted",
                 ),
             )
         )
-    if why.link_share > 0:
+    if r.link_share > 0:
         rows.append(
             Content.assemble(
                 ("link list ", "bold"),
                 (
-                    f"×{why.link_factor:.2f}  {why.link_share:.0%} of its text is link text",
+                    f"×{r.link_factor:.2f}  {r.link_share:.0%} of its text is link text",
                     "$text-muted",
                 ),
             )
         )
-    if why.long_question_share > 0:
-        share = why.long_question_share
+    if r.long_share > 0:
+        share = r.long_share
         said = (
             "all of it from semantic mode's rules"
             if share >= 1
-            else f"{share:.0%} from semantic mode's rules: plain {why.plain_score:.2f}, "
-            f"rules {why.rules_score:.2f} (the figures above are the plain ranking's)"
+            else f"{share:.0%} from semantic mode's rules: plain {r.plain_score:.2f}, "
+            f"rules {r.rules_score:.2f} (the figures above are the plain ranking's)"
         )
-        if why.query_likelihood_share > 0:
+        if r.likelihood_share > 0:
             said += (
-                f"; the rules' score takes {why.query_likelihood_share:.0%} from query "
-                f"likelihood, {why.query_likelihood:.2f} here"
+                f"; the rules' score takes {r.likelihood_share:.0%} from query "
+                f"likelihood, {r.likelihood:.2f} here"
             )
         rows.append(
             Content.assemble(("long q.   ", "bold"), (f"a long question, {said}", "$text-muted"))
         )
-    fused = (
-        why.keyword_weight * why.keyword_norm
-        + cosine_w * why.cosine_norm
-        + soft_w * why.soft_match_norm
-    )
-    factors = why.boost * why.link_factor * why.heading_factor * why.title_factor
+    fused = why.keyword_weight * r.keyword_norm + cosine_w * r.semantic_norm + soft_w * r.soft_norm
+    factors = r.boost * r.link_factor * r.heading_factor * r.title_factor
     if (
         fused > 0
         and factors > 0
-        and not 0 < why.long_question_share < 1
-        and why.query_likelihood_share == 0
-        and why.before_rerank is None
+        and not 0 < r.long_share < 1
+        and r.likelihood_share == 0
+        and r.before_rerank is None
     ):
         # the fusion scales the weighted sum by how sure the arms are for this query
         scale = why.relevance / (fused * factors)
@@ -166,13 +163,13 @@ def explain_content(hit: Hit, why: Explanation | None, position: int | None) -> 
                 (f"{fused:.2f} × confidence {scale:.2f}", "$text-muted"),
             )
         )
-    if why.rerank_cosine is not None and why.before_rerank is not None:
+    if r.rerank_cosine is not None and r.before_rerank is not None:
         rows.append(
             Content.assemble(
                 ("re-ranker ", "bold"),
                 (
-                    f"{why.before_rerank:.2f} → {why.relevance:.2f}: the sentence encoder reads "
-                    f"it at cosine {why.rerank_cosine:.2f} to the question",
+                    f"{r.before_rerank:.2f} → {why.relevance:.2f}: the sentence encoder reads "
+                    f"it at cosine {r.rerank_cosine:.2f} to the question",
                     "$text-muted",
                 ),
             )
