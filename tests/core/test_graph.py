@@ -9,7 +9,7 @@ from tests.conftest import FakeEmbedder
 from tui_search.core.chunking import Link
 from tui_search.core.engine import SearchEngine
 from tui_search.core.graph import LinkGraph
-from tui_search.core.store import FileRecord
+from tui_search.core.records import FileRecord
 
 
 def rec(

@@ -21,8 +21,8 @@ from tui_search.config import Settings
 from tui_search.core.engine import SearchEngine
 from tui_search.core.keyword.analysis import analyze
 from tui_search.core.plan import plan_plain
+from tui_search.core.records import ChunkRecord
 from tui_search.core.results import Hit
-from tui_search.core.store import ChunkRecord
 
 ALL = 10_000
 

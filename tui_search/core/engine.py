@@ -20,6 +20,7 @@ from tui_search.core.ranking.fusion import Scored
 from tui_search.core.ranking.params import RankingParams
 from tui_search.core.ranking.rerank import Reranker
 from tui_search.core.ranking.retriever import Retriever
+from tui_search.core.records import ChunkRecord, FileRecord
 from tui_search.core.results import (
     FusionWeights,
     IndexReport,
@@ -31,7 +32,6 @@ from tui_search.core.results import (
 )
 from tui_search.core.snippets import Highlighter
 from tui_search.core.status import index_stats, index_status, index_vocabulary
-from tui_search.core.store import ChunkRecord, FileRecord
 from tui_search.core.textsafe import clean_query_text
 from tui_search.core.workspace import ReadResult, Workspace
 

@@ -29,7 +29,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from tui_search.core.errors import NotFoundError, QueryError
-from tui_search.core.store import ChunkRecord, Store
+from tui_search.core.records import ChunkRecord
+from tui_search.core.store import Store
 from tui_search.core.tokens import cut_to_tokens, estimate_tokens
 from tui_search.core.workspace import ReadResult
 

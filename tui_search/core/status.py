@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from tui_search.core.index import SearchIndex
+from tui_search.core.records import FileRecord
 from tui_search.core.results import IgnoreFile, IndexStats, IndexStatus, Vocabulary
-from tui_search.core.store import FileRecord
 from tui_search.core.workspace import IGNORE_FILES, Workspace, read_text_inside, valid_name
 
 

@@ -43,11 +43,12 @@ import numpy as np
 from tui_search.core.chunking import embedding_text
 from tui_search.core.errors import ModelError
 from tui_search.core.ranking.params import RankingParams
-from tui_search.core.store import VECTOR_DTYPE
+from tui_search.core.records import VECTOR_DTYPE
 
 if TYPE_CHECKING:
     from tui_search.core.ranking.fusion import Scored
-    from tui_search.core.store import ChunkRecord, Store
+    from tui_search.core.records import ChunkRecord
+    from tui_search.core.store import Store
 
 DEFAULT_RERANKER_DIR = Path(__file__).resolve().parent.parent.parent / "models" / "reranker"
 

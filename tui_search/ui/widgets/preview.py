@@ -44,8 +44,8 @@ from tui_search.ui.render import (
 
 if TYPE_CHECKING:
     from tui_search.core.engine import SearchEngine
+    from tui_search.core.records import FileRecord
     from tui_search.core.results import Hit
-    from tui_search.core.store import FileRecord
 
 PREVIEW_DEBOUNCE = 0.06
 #: How many followed links ``back`` remembers.
