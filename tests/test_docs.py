@@ -116,3 +116,14 @@ def test_links_between_the_documents_lead_somewhere() -> None:
             elif anchor and dest.suffix == ".md" and anchor not in _anchors(dest):
                 broken.append(f"{page.relative_to(ROOT)}: {target} (no such heading)")
     assert not broken, "\n".join(broken)
+
+
+def test_every_benchmark_and_experiment_has_its_readme_line() -> None:
+    """benchmarks/README.md names each benchmark (and the results table it feeds);
+    research/README.md names each experiment."""
+    for folder, pattern in (("benchmarks", "bench_*.py"), ("research", "*.py")):
+        readme = (ROOT / folder / "README.md").read_text(encoding="utf-8")
+        missing = [
+            p.name for p in sorted((ROOT / folder).glob(pattern)) if f"`{p.name}`" not in readme
+        ]
+        assert not missing, f"{folder}/README.md does not name {missing}"
