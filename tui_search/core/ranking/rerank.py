@@ -21,7 +21,7 @@ Costs, and how they are kept off the user's path:
 
 Numpy and ``tokenizers`` only (no torch): the forward pass is written out below; its vectors
 match sentence-transformers' to a cosine of 0.9993 on average (int8 weights; 1.000000 with the
-float weights, ``benchmarks/minilm_numpy.py``).
+float weights, measured against sentence-transformers when the encoder was built).
 """
 
 from __future__ import annotations
