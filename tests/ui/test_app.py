@@ -279,7 +279,7 @@ async def test_empty_workspace_and_no_results_messages(
         await ready(pilot)
         assert "No markdown files here" in message_text(app)
         await search(pilot, "anything")
-        assert "No results" in message_text(app)
+        assert "No match" in message_text(app)
         assert app.search_screen.status.state.documents == 0
 
 
@@ -287,11 +287,28 @@ async def test_no_results_message(workspace: Path, app_factory: AppFactory) -> N
     app = app_factory(workspace)
     async with app.run_test(size=(120, 40)) as pilot:
         await ready(pilot)
-        await pilot.press("ctrl+t")  # keyword mode: hybrid always has semantic neighbours
+        await pilot.press("ctrl+t")  # keyword mode
         await search(pilot, "xylophonequark")
         assert app.search_screen.results.entries == []
-        assert "No results" in message_text(app)
+        assert "No match" in message_text(app)
         assert "xylophonequark" in message_text(app)
+
+
+async def test_no_match_shows_the_closest_apart(workspace: Path, app_factory: AppFactory) -> None:
+    from tui_search.core.embedding import Model2VecEmbedder
+
+    embedder = Model2VecEmbedder()
+    app = app_factory(
+        workspace, engine_factory=lambda s: SearchEngine(s, embedder=embedder, rerank_waits=False)
+    )
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        await search(pilot, "xyzzyqwerty")  # hybrid: its nearest neighbours are no match
+        assert app.search_screen.results.entries == []
+        text = message_text(app)
+        assert "No match" in text and "Closest, not matching:" in text
+        closest = app.search_screen.last_results.closest
+        assert closest and all(h.file_path in text for h in closest)
 
 
 async def test_engine_error_is_shown_not_raised(workspace: Path, app_factory: AppFactory) -> None:

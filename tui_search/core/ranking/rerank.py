@@ -21,7 +21,7 @@ Costs, and how they are kept off the user's path:
 
 Numpy and ``tokenizers`` only (no torch): the forward pass is written out below; its vectors
 match sentence-transformers' to a cosine of 0.9993 on average (int8 weights; 1.000000 with the
-float weights, ``benchmarks/minilm_numpy.py``).
+float weights, measured against sentence-transformers when the encoder was built).
 """
 
 from __future__ import annotations
@@ -43,11 +43,12 @@ import numpy as np
 from tui_search.core.chunking import embedding_text
 from tui_search.core.errors import ModelError
 from tui_search.core.ranking.params import RankingParams
-from tui_search.core.store import VECTOR_DTYPE
+from tui_search.core.records import VECTOR_DTYPE
 
 if TYPE_CHECKING:
     from tui_search.core.ranking.fusion import Scored
-    from tui_search.core.store import ChunkRecord, Store
+    from tui_search.core.records import ChunkRecord
+    from tui_search.core.store import Store
 
 DEFAULT_RERANKER_DIR = Path(__file__).resolve().parent.parent.parent / "models" / "reranker"
 
