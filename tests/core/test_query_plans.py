@@ -149,7 +149,9 @@ def test_scope_restricts_every_arm_and_lists_without_a_query(engine: SearchEngin
     files = sorted(engine.files())[:2]
     for mode in ("hybrid", "keyword", "semantic"):
         results = engine.search("backup database", mode=mode, limit=50, scope=files)
-        assert results.hits and {h.file_path for h in results.hits} <= set(files)
+        # (the fake embedder's cosines reach no match floor: semantic mode shows the closest)
+        shown = results.hits or results.closest
+        assert shown and {h.file_path for h in shown} <= set(files)
     listed = engine.search("", limit=500, scope=files)
     expected = [c.key for f in files for c in engine.sections(f)]
     assert [h.key for h in listed.hits] == expected

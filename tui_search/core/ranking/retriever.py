@@ -263,6 +263,14 @@ class Retriever:
         matches = None
         if like_vector is None and not tiers:
             matches = match_sections(plan, arms, snap, params)
+            if arms.tail is not None and len(arms.tail[0]):
+                # a fused row that is also a keyword match past the head satisfies the query
+                head = snap.docnums_of([s.key for s in ranked])
+                also = np.isin(head, arms.tail[0]) & (head >= 0)
+                extra = [
+                    section_of(s.key) for s, hit in zip(ranked, also.tolist(), strict=True) if hit
+                ]
+                matches = matches | frozenset(extra)
         return Ranking(ranked, weights, name, c.warnings, rest, outcome, steps, matches)
 
     def _resolve(
@@ -434,9 +442,21 @@ class Retriever:
 
 
 def analyses_to_nothing(plan: QueryPlan) -> bool:
-    """Whether the query's text gives the index no term and no identifier to look up."""
+    """Whether the query is text alone (words, phrases: no exclusion, no filter) that gives
+    the index no term and no identifier to look up."""
+    tree = plan.tree
+    text_only = (
+        tree is None
+        or isinstance(tree, (Word, Phrase))
+        or (
+            isinstance(tree, Seq)
+            and not tree.must_not
+            and all(isinstance(c, (Word, Phrase)) for c in (*tree.must, *tree.should))
+        )
+    )
     return bool(
-        plan.semantic_text
+        text_only
+        and plan.semantic_text
         and not plan.listing
         and not plan.highlight_terms
         and not plan.identifiers
