@@ -32,14 +32,27 @@ DOCS = {
 }
 
 
+#: what every toast rendered, kept past its timeout (a loaded machine may be slow to look)
+RENDERED: list[Content] = []
+
+
+@pytest.fixture(autouse=True)
+def record_toasts(monkeypatch: pytest.MonkeyPatch) -> None:
+    RENDERED.clear()
+    real = Toast.render
+
+    def render(self: Toast) -> Content:
+        out = real(self)
+        assert isinstance(out, Content)
+        RENDERED.append(out)
+        return out
+
+    monkeypatch.setattr(Toast, "render", render)
+
+
 def toasts(app: TuiSearchApp) -> list[Content]:
-    """What each notification on screen renders (as the terminal would get it)."""
-    out = []
-    for toast in app.screen.query(Toast):
-        rendered = toast.render()
-        assert isinstance(rendered, Content)
-        out.append(rendered)
-    return out
+    """What each notification rendered (as the terminal got it)."""
+    return list(RENDERED)
 
 
 def shown(app: TuiSearchApp) -> str:
