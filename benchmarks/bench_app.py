@@ -20,6 +20,16 @@ the whole document, to show what the window buys.
     python benchmarks/bench_app.py [--keys 40]
 
 Uses a small hashed-bag-of-words embedder (this measures the UI, not the model).
+
+``--workspace DIR --compare REF`` (the results views against another checkout's app, same
+run): child processes alternate between REF's ``tui_search`` (its wide results) and this
+checkout's, wide and compact, each typing the same queries with the re-ranker off (one index
+folder per checkout under ``--index-dir``), and the figures are pooled per arm: debounce fired
+-> results painted, and the part spent filling the results list (the snippets' rendering and
+the rows), p50/p95, as differences against REF.
+
+    python benchmarks/bench_app.py --workspace DIR --index-dir /tmp/idx --compare /tmp/ref \
+        [--rounds 3] [--queries 30]
 """
 
 from __future__ import annotations
@@ -27,8 +37,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import hashlib
+import json
+import os
 import re
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -123,6 +136,7 @@ async def debounce_to_paint(
     parts: dict[str, list[float]],
     rerank_fill: bool = False,
     rerank: bool = True,
+    compact: bool = False,
 ) -> list[float]:
     """ms from the debounce firing to the first repaint after the results are applied
     (``rerank_fill``: with the re-ranker's background fill running, as in the app's first
@@ -154,6 +168,8 @@ async def debounce_to_paint(
         screen = app.search_screen
         if screen.grouped != grouped:
             screen.grouped = grouped
+        if getattr(screen, "compact", False) != compact:
+            screen.compact = compact  # (a checkout without the compact view is never asked)
         fire, show = screen._debounced_search, screen.results.show_results
 
         def fired() -> None:
@@ -188,13 +204,85 @@ async def debounce_to_paint(
     return painted
 
 
+def child(args: argparse.Namespace) -> int:
+    """One arm of ``--compare``: the queries' timings as one JSON line on stdout."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_search import natural_queries
+
+    settings = Settings(workspace=args.workspace, index_dir=args.index_dir)
+    engine = SearchEngine(settings)
+    if engine.stats().chunks == 0:
+        engine.sync()
+    queries = natural_queries(engine, args.queries, seed=7)
+    engine.close()
+    parts: dict[str, list[float]] = {}
+    ms = asyncio.run(
+        debounce_to_paint(
+            args.workspace,
+            args.index_dir,
+            queries,
+            False,
+            parts,
+            rerank=False,
+            compact=args.child == "compact",
+        )
+    )
+    print(json.dumps({"painted": ms, "show": parts["show"]}))
+    return 0
+
+
+def compare(args: argparse.Namespace) -> int:
+    """Alternate REF (wide) and this checkout (wide, compact) in child processes."""
+    here = Path(__file__).resolve().parent.parent
+    arms = [("reference, wide", args.compare, "wide"), ("this, wide", here, "wide")]
+    arms.append(("this, compact", here, "compact"))
+    pooled: dict[str, dict[str, list[float]]] = {name: {} for name, _, _ in arms}
+    for round_no in range(args.rounds):
+        for name, checkout, view in arms if round_no % 2 == 0 else arms[::-1]:
+            index = args.index_dir / ("reference" if checkout == args.compare else "this")
+            env = {**os.environ, "PYTHONPATH": str(checkout)}
+            out = subprocess.run(
+                [sys.executable, __file__, "--workspace", str(args.workspace)]
+                + ["--index-dir", str(index), "--queries", str(args.queries), "--child", view],
+                env=env,
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            figures = json.loads(out.stdout.strip().splitlines()[-1])
+            for key, values in figures.items():
+                pooled[name].setdefault(key, []).extend(values)
+    ref = pooled[arms[0][0]]
+    print(
+        f"{args.workspace}: {args.queries} queries x {args.rounds} rounds per arm, flat, page of "
+        f"50, re-ranker off; reference {args.compare}"
+    )
+    for name, _, _ in arms:
+        row = pooled[name]
+        line = f"  {name:<16}"
+        for key, label in (("painted", "debounce -> painted"), ("show", "results list filled")):
+            p50, p95 = statistics.median(row[key]), pct(row[key], 0.95)
+            line += f"  {label}: p50 {p50:6.1f} / p95 {p95:6.1f} ms"
+            if row is not ref:
+                line += f" (p95 {p95 - pct(ref[key], 0.95):+5.1f} ms)"
+        print(line)
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keys", type=int, default=20)
     parser.add_argument("--workspace", type=Path, help="a real workspace (times search to paint)")
     parser.add_argument("--index-dir", type=Path)
     parser.add_argument("--queries", type=int, default=40)
+    parser.add_argument("--compare", type=Path, help="another checkout to compare with")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--child", choices=["wide", "compact"], help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child:
+        return child(args)
+    if args.compare is not None:
+        return compare(args)
     if args.workspace is not None:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
         from bench_search import natural_queries

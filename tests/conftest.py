@@ -15,7 +15,7 @@ import pytest
 from tui_search.config import Settings
 from tui_search.core.ranking.fusion import Scored
 from tui_search.core.ranking.params import RankingParams
-from tui_search.core.store import ChunkRecord, vector_key
+from tui_search.core.records import ChunkRecord, vector_key
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_WORKSPACE = ROOT / "sample_workspace"

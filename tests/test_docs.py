@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Iterator
+from pathlib import Path
 
 from tests.conftest import ROOT
 from tui_search.config import Settings
@@ -72,3 +73,57 @@ def test_the_readme_is_short_and_its_test_command_is_one_line() -> None:
     at = lines.index("<!-- ci:test-command -->")
     assert lines[at + 1] == "```bash" and lines[at + 3] == "```", lines[at : at + 4]
     assert "pytest" in lines[at + 2] and "ruff check" in lines[at + 2]
+
+
+def _anchors(page: Path) -> set[str]:
+    """The anchors GitHub makes for a page's headings (fenced code skipped)."""
+    found: set[str] = set()
+    seen: dict[str, int] = {}
+    fenced = False
+    for line in page.read_text(encoding="utf-8").splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        if fenced or not (m := re.match(r"#+\s+(.*)", line)):
+            continue
+        base = re.sub(r"[^\w\- ]", "", m.group(1).replace("`", "").strip().lower())
+        base = base.replace(" ", "-")
+        count = seen.get(base, 0)
+        seen[base] = count + 1
+        found.add(base if count == 0 else f"{base}-{count}")
+    return found
+
+
+def test_links_between_the_documents_lead_somewhere() -> None:
+    """Every relative link in the README, docs/, the changelog and the benchmark and research
+    READMEs names a file that exists, and a ``#anchor`` a heading of that page."""
+    pages = [
+        ROOT / "README.md",
+        ROOT / "CHANGELOG.md",
+        ROOT / "benchmarks" / "README.md",
+        ROOT / "research" / "README.md",
+        *sorted((ROOT / "docs").glob("*.md")),
+    ]
+    broken = []
+    for page in pages:
+        text = re.sub(r"```.*?```", "", page.read_text(encoding="utf-8"), flags=re.S)
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"[a-z]+:", target):
+                continue  # a web address
+            path, _, anchor = target.partition("#")
+            dest = (page.parent / path) if path else page
+            if not dest.exists():
+                broken.append(f"{page.relative_to(ROOT)}: {target} (no such file)")
+            elif anchor and dest.suffix == ".md" and anchor not in _anchors(dest):
+                broken.append(f"{page.relative_to(ROOT)}: {target} (no such heading)")
+    assert not broken, "\n".join(broken)
+
+
+def test_every_benchmark_and_experiment_has_its_readme_line() -> None:
+    """benchmarks/README.md names each benchmark (and the results table it feeds);
+    research/README.md names each experiment."""
+    for folder, pattern in (("benchmarks", "bench_*.py"), ("research", "*.py")):
+        readme = (ROOT / folder / "README.md").read_text(encoding="utf-8")
+        missing = [
+            p.name for p in sorted((ROOT / folder).glob(pattern)) if f"`{p.name}`" not in readme
+        ]
+        assert not missing, f"{folder}/README.md does not name {missing}"

@@ -148,4 +148,8 @@ def test_data_flows_one_way() -> None:
     assert not {d for d in lower if d.startswith("core.ranking") and d != "core.ranking.params"}
     assert graph["core.ranking.params"] == set()
     assert "core.query" not in graph["core.plan"]
-    assert graph["core.store"] <= {"core.chunking"}  # all SQL lives in the store
+    # all SQL lives in the store (its vector tables in ``core.store_vectors``); below it only
+    # the chunker's types and the plain records
+    store_deps = graph["core.store"] | graph["core.store_vectors"]
+    assert store_deps <= {"core.chunking", "core.records", "core.store_vectors"}
+    assert graph["core.records"] <= {"core.chunking"}

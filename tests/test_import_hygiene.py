@@ -1,4 +1,5 @@
-"""The core never imports Textual or Rich (checked in a clean interpreter per module)."""
+"""The core and the evaluation harness never import Textual or Rich (checked in a clean
+interpreter per module, subpackages included)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,13 @@ import sys
 import pytest
 
 import tui_search.core
+import tui_search.eval
 
 CORE_MODULES = sorted(
-    f"tui_search.core.{m.name}" for m in pkgutil.iter_modules(tui_search.core.__path__)
-) + ["tui_search.core", "tui_search.config", "tui_search.cli"]
+    m.name
+    for package in (tui_search.core, tui_search.eval)
+    for m in pkgutil.walk_packages(package.__path__, prefix=package.__name__ + ".")
+) + ["tui_search.core", "tui_search.eval", "tui_search.config", "tui_search.cli"]
 
 
 @pytest.mark.parametrize("module", CORE_MODULES)
@@ -30,6 +34,8 @@ def test_core_module_is_ui_free(module: str) -> None:
 
 def test_the_list_of_core_modules_is_not_empty() -> None:
     assert "tui_search.core.engine" in CORE_MODULES and len(CORE_MODULES) > 8
+    assert "tui_search.core.keyword.index" in CORE_MODULES
+    assert "tui_search.core.ranking.retriever" in CORE_MODULES
 
 
 def test_one_blas_thread_unless_the_user_says_otherwise() -> None:

@@ -1,14 +1,16 @@
-"""Command line: the app by default, plus ``index``, ``search``, ``eval``, ``graph`` and ``mcp``."""
+"""Command line: the app by default, plus ``index``, ``search``, ``pick``, ``eval``, ``graph``
+and ``mcp``."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -23,6 +25,7 @@ if TYPE_CHECKING:  # settings load when a command runs: ``--help`` stays quick
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
+PICK_FORMATS = ("line", "path", "id", "json")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -84,6 +87,23 @@ def build_parser() -> argparse.ArgumentParser:
         "--continue", dest="continuation", metavar="TOKEN", help="continue from a token"
     )
     p_search.add_argument("--snippet-chars", type=int, default=None, help="snippet length")
+
+    p_pick = sub.add_parser(
+        "pick",
+        help="choose a result in the app and print it (for the shell, like fzf)",
+        description="Open the app with QUERY in the query bar. enter prints the selected result "
+        "to stdout and exits 0; escape exits 1 and prints nothing. The app draws on the "
+        "terminal, so $(tui-search pick) and pipes work.",
+    )
+    _add_common(p_pick)
+    p_pick.add_argument("query", nargs="?", default="", help="the query to start with")
+    p_pick.add_argument(
+        "--print",
+        dest="print_as",
+        choices=PICK_FORMATS,
+        default="line",
+        help="what to print: line (path:line, the default), path, id (the section id) or json",
+    )
 
     p_eval = sub.add_parser("eval", help="measure ranking quality on a judged dataset")
     p_eval.add_argument(
@@ -234,6 +254,39 @@ def _fill_rerank(engine: SearchEngine, progress: ProgressPrinter) -> dict[str, A
     return {"made": made, "ready": ready, "sections": total, "took_s": round(took, 2)}
 
 
+#: SGR codes of a rendered snippet's runs on a terminal (matches: bold yellow).
+SNIPPET_SGR = {
+    "strong": "1",
+    "emph": "3",
+    "code": "36",
+    "link": "4",
+    "placeholder": "3;35",
+    "strike": "9",
+    "match": "1;33",
+}
+
+
+def snippet_text(snippet: Any, tty: bool) -> str:
+    """A snippet as text (inline markdown read, ``core.snippets.render_snippet``): on a
+    terminal with its styles and the matched words in bold yellow, otherwise plain."""
+    from tui_search.core.snippets import render_snippet
+
+    rendered = render_snippet(snippet)
+    text = rendered.text
+    if not tty:
+        return text
+    runs = [*rendered.styles, *((s, e, "match") for s, e in rendered.matches)]
+    if not runs:
+        return text
+    cuts = sorted({0, len(text), *(s for s, _, _ in runs), *(e for _, e, _ in runs)})
+    out = []
+    for a, b in zip(cuts, cuts[1:], strict=False):
+        codes = [SNIPPET_SGR[k] for s, e, k in runs if s <= a and b <= e]
+        piece = text[a:b]
+        out.append(f"\x1b[{';'.join(codes)}m{piece}\x1b[0m" if codes else piece)
+    return "".join(out)
+
+
 def _bold(text: str, tty: bool) -> str:
     return f"\x1b[1m{text}\x1b[0m" if tty else text
 
@@ -283,9 +336,7 @@ def cmd_search(args: argparse.Namespace) -> int:
                 f"{indent}{_bold(one_line(h.file_path), tty)}:{h.line_start}  "
                 f"{one_line(crumbs)}  [{h.relevance_score:.3f}]"
             )
-            left, right = ("\x1b[1;33m", "\x1b[0m") if tty else ("**", "**")
-            snippet = h.snippet.marked(left, right, escape=one_line)
-            print(f"{indent}    {snippet}")
+            print(f"{indent}    {snippet_text(h.snippet, tty)}")
             if args.explain:
                 print(f"{indent}    {json.dumps(h.scores)}")
 
@@ -378,6 +429,70 @@ def cmd_app(args: argparse.Namespace) -> int:
     return int(app.return_code or 0)
 
 
+def picked_text(hit: Any, workspace: Path, print_as: str, cwd: Path | None = None) -> str:
+    """What ``pick`` prints for a chosen hit: a path usable from ``cwd`` (relative when the
+    workspace is below it), with ``:line`` (``line``), alone (``path``), the section id
+    (``id``) or the hit as JSON (``json``)."""
+    if print_as == "id":
+        return str(hit.section_id)
+    if print_as == "json":
+        return json.dumps(hit.to_json(), ensure_ascii=False)
+    full = Path(workspace) / hit.file_path
+    here = (cwd or Path.cwd()).resolve()
+    try:
+        shown = str(full.resolve().relative_to(here))
+    except ValueError:
+        shown = str(full.resolve())
+    return shown if print_as == "path" else f"{shown}:{hit.line_start}"
+
+
+def finish_pick(app: Any, print_as: str) -> int:
+    """After the picker app exits: print the choice (status 0) or nothing (status 1)."""
+    hit = app.picked
+    if hit is None:
+        return int(app.return_code or 1)
+    print(picked_text(hit, app.settings.workspace, print_as))
+    return 0
+
+
+@contextlib.contextmanager
+def _app_on_the_terminal() -> Iterator[None]:
+    """While the picker runs, stdin, stdout and stderr are the terminal (/dev/tty): the app
+    reads keys from stdin, draws on stderr and takes its size from stdout. The real stdout and
+    stderr come back afterwards, so ``$(tui-search pick)`` and pipes get the choice alone."""
+    try:
+        tty = os.open("/dev/tty", os.O_RDWR)
+    except OSError as exc:
+        raise TuiSearchError(
+            f"pick needs a terminal: cannot open /dev/tty ({exc.strerror})"
+        ) from None
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = {fd: os.dup(fd) for fd in (0, 1, 2)}
+    try:
+        for fd in saved:
+            os.dup2(tty, fd)
+        yield
+    finally:
+        for fd, copy in saved.items():
+            os.dup2(copy, fd)
+            os.close(copy)
+        os.close(tty)
+
+
+def cmd_pick(args: argparse.Namespace) -> int:
+    settings = settings_from(args)
+    if not settings.workspace.is_dir():
+        _err(f"workspace {settings.workspace} is not a folder")
+        return EXIT_ERROR
+    from tui_search.ui.app import make_app
+
+    app = make_app(settings, pick=args.query or "")
+    with _app_on_the_terminal():
+        app.run()
+    return finish_pick(app, args.print_as)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     # file names that are not valid UTF-8 reach us as surrogate escapes: print them escaped
     # instead of failing with UnicodeEncodeError
@@ -394,6 +509,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     handlers = {
         "index": cmd_index,
         "search": cmd_search,
+        "pick": cmd_pick,
         "eval": cmd_eval,
         "graph": cmd_graph,
         "mcp": cmd_mcp,

@@ -9,7 +9,7 @@ from tests.conftest import FakeEmbedder
 from tui_search.core.chunking import Link
 from tui_search.core.engine import SearchEngine
 from tui_search.core.graph import LinkGraph
-from tui_search.core.store import FileRecord
+from tui_search.core.records import FileRecord
 
 
 def rec(
@@ -64,6 +64,22 @@ def test_broken_links_are_kept_and_reported() -> None:
     broken = {(b.source, b.link.target) for b in g.broken_links()}
     assert broken == {("guides/README.md", "guides/missing.md"), ("guides/deploy.md", "nowhere")}
     assert [r.broken for r in g.links_of("guides/README.md")] == [False, True]
+
+
+def test_attachments_are_not_broken_links() -> None:
+    files = [
+        rec(
+            "vault/note.md",
+            links=(wiki("Pasted image 2024.png"), md("docs/manual.pdf"), wiki("board.canvas")),
+        ),
+        rec("vault/other.md", links=(wiki("v1.2"), wiki("missing note"), md("gone.md"))),
+    ]
+    g = LinkGraph.from_files({f.path: f for f in files})
+    assert [r.attachment for r in g.links_of("vault/note.md")] == [True, True, True]
+    assert g.broken_links("vault/note.md") == []
+    # a version number or a missing note is no attachment; a missing .md is broken
+    broken = {b.link.target for b in g.broken_links()}
+    assert broken == {"v1.2", "missing note", "gone.md"}
 
 
 def test_backlinks_and_hops() -> None:

@@ -12,7 +12,7 @@ import pytest
 
 from tui_search.config import Settings
 from tui_search.core.engine import SearchEngine
-from tui_search.core.store import vector_key
+from tui_search.core.records import vector_key
 
 THREE_SECTIONS = """---
 title: Notes

@@ -192,9 +192,13 @@ def test_json_shapes(engine: SearchEngine) -> None:
         "relevance_score",
         "content",
         "snippet",
+        "snippet_text",
+        "snippet_spans",
         "tags",
         "scores",
     }
+    words = [hit["snippet_text"][s:e].lower() for s, e in hit["snippet_spans"]]
+    assert words and all(w.startswith("backup") for w in words), words
     assert not Path(hit["file_path"]).is_absolute()
     assert set(flat["continuation"]) == {"has_more", "next_token"}
     grouped = engine.search("backups", limit=2, group=True).to_json()

@@ -535,7 +535,7 @@ def expected_cosines(engine: SearchEngine, query: str, weight: float) -> dict[st
     """Each chunk's cosine mixed with its file's mean chunk vector, from the manifest's own
     vectors (not from the retriever's cache)."""
     from tui_search.core.ranking.centering import SAMPLE_SIZE, Centering
-    from tui_search.core.store import vector_key
+    from tui_search.core.records import vector_key
 
     qvec = engine.embed_query(query)
     # semantic mode compares without the common direction of the index's current vectors

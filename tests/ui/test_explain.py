@@ -13,6 +13,11 @@ from tui_search.core.results import Explanation
 pytestmark = pytest.mark.anyio
 
 
+def flat(panel: Any) -> str:
+    """The explain view's text with its wrapping undone (sentences wrap under themselves)."""
+    return " ".join(str(panel.visual).split())
+
+
 async def test_explain_view_follows_the_selection(workspace: Path, app_factory: AppFactory) -> None:
     app = app_factory(workspace)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -24,28 +29,32 @@ async def test_explain_view_follows_the_selection(workspace: Path, app_factory: 
         await pilot.press("f2")
         await settle(pilot)
         assert panel.display
-        text = str(panel.visual)
+        text = flat(panel)
         results = screen.last_results
         assert results is not None
         first = results.hits[0]
         why = results.explanation(first)
         assert isinstance(why, Explanation)
         assert "Why result 1 ranks" in text and first.file_path in text
-        assert f"{why.relevance:4.2f}" in text and "keyword" in text and "cosine" in text
-        assert f"× {why.keyword_weight:.2f}" in text
+        assert f"{why.relevance:5.2f}" in text and "words" in text and "meaning" in text
+        assert f"matches the query's words: #{why.record.keyword_rank} by keywords" in text
+        assert (
+            f"cosine {why.record.semantic:.2f}" in text
+            and f"weight {why.keyword_weight:.2f}" in text
+        )
         # the mode's rules, as the core describes them (--explain's "fusion")
-        assert "rules" in text and why.fusion in text.replace("\n", " ")
+        assert "rules" in text and " ".join(why.fusion.split()) in text
         assert "title match" in why.fusion
         await pilot.press("down")
         await settle(pilot)
-        text = str(panel.visual)
+        text = flat(panel)
         assert "Why result 2 ranks" in text and results.hits[1].file_path in text
         # weights change: the view shows the new weights after the re-rank
         await pilot.press("f5")
         await settle(pilot)
         assert screen.last_results is not None
         weight = screen.last_results.weights[0]
-        assert f"keyword {weight:.2f}" in str(panel.visual)
+        assert f"keyword {weight:.2f}" in flat(panel)
         await pilot.press("f2")
         await settle(pilot)
         assert not panel.display
@@ -88,7 +97,7 @@ async def explain_section(pilot: Any, query: str, section_id: str) -> tuple[list
     for _ in range(row):
         await pilot.press("down")
     await settle(pilot)
-    text = str(pilot.app.query_one("#explain").visual)
+    text = flat(pilot.app.query_one("#explain"))
     assert f"Why result {row + 1} ranks" in text
     return keys, text
 
@@ -102,7 +111,7 @@ async def explain_section(pilot: Any, query: str, section_id: str) -> tuple[list
                 "handbook.md": "# Handbook\n\nBe kind.\n\n## See also\n\n- [Upload outage](outage.md)\n",
             },
             "handbook:see-also",
-            ["link list", "×0.70", "100% of its text is link text"],
+            ["link list", "×0.70", "mostly links: 100% of its text is link text"],
             id="link-list",
         ),
         pytest.param(  # the page whose heading names the query gains
@@ -120,7 +129,7 @@ async def explain_section(pilot: Any, query: str, section_id: str) -> tuple[list
                 "notes.md": "# Notes\n\nAn upload stalled once; no outage followed.\n",
             },
             "outage:upload-outage",
-            ["title", "×2.20", "it names the query: 100%"],
+            ["title", "×2.20", "the document's title names the query (100%)"],
             id="title-match",
         ),
     ],
@@ -165,15 +174,15 @@ async def test_explain_view_shows_a_long_questions_share(
         r = why.record
         assert r.long_share == pytest.approx(0.75)
         assert why.relevance == pytest.approx(0.25 * r.plain_score + 0.75 * r.rules_score, abs=2e-4)
-        assert "long q." in text and "75% from semantic mode's rules" in text
+        assert "question" in text and "75% of the score from semantic mode's rules" in text
         assert f"plain {r.plain_score:.2f}, rules {r.rules_score:.2f}" in text
         # the rules' score takes a share from query likelihood
         assert r.likelihood_share == pytest.approx(0.2)
         assert 0.0 <= r.likelihood <= 1.0
-        assert "20% from query likelihood" in text
+        assert "20% of the rules' score from query likelihood" in text
         await pilot.press("f2")
         _, text = await explain_section(pilot, whole, "outage:upload-outage")
-        assert "all of it from semantic mode's rules" in text
+        assert "a long question: ranked by semantic mode's rules" in text
         await pilot.press("f2")
         _, text = await explain_section(pilot, "upload outage", "outage:upload-outage")
-        assert "long q." not in text
+        assert "a long question" not in text

@@ -350,3 +350,97 @@ def test_expanded_near_duplicates(snap_compare: Any, workspace: Path, build: Any
     assert snap_compare(
         build(workspace), terminal_size=SIZE, run_before=searching("remoting sessions", "f4")
     )
+
+
+THEMES = ["tui-dark", "tui-light", "tui-high-contrast"]
+
+OBSIDIAN = {
+    "Embed files.md": """\
+        # Embed files
+
+        Embedded notes show their text inline.
+
+        > [!tip]- Drag and drop embed
+        > Drag a **note** from the file explorer into the editor to embed it.
+
+        > [!warning] Sync first
+        > Sync your changes before you embed a note from another vault.
+
+        ![[Internal links#Link to a heading]]
+
+        ![[Engelbart.jpg]]
+        """,
+    "Internal links.md": """\
+        # Internal links
+
+        Link notes with `[[double brackets]]`.
+
+        ## Link to a heading
+
+        Add `#` after the note name to link to a heading: the embed shows this section.
+        """,
+    "tar.md": """\
+        # tar
+
+        > Archiving utility.
+
+        - Extract a (compressed) archive file into the current directory:
+
+        `tar xf {{path/to/source.tar[.gz|.bz2|.xz]}}`
+
+        | Flag | Meaning |
+        | --- | --- |
+        | `x` | **extract** the files |
+        """,
+}
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Path:
+    root = tmp_path / "vault"
+    for rel, text in OBSIDIAN.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return root
+
+
+@pytest.mark.parametrize("theme", THEMES)
+def test_compact_view(snap_compare: Any, workspace: Path, build: Any, theme: str) -> None:
+    assert snap_compare(
+        build(workspace, theme=theme), terminal_size=SIZE, run_before=searching("backup", "ctrl+o")
+    )
+
+
+@pytest.mark.parametrize("theme", THEMES)
+def test_rendered_snippets(snap_compare: Any, vault: Path, build: Any, theme: str) -> None:
+    """Code, emphasis, tables and template slots in snippets read as text."""
+    assert snap_compare(
+        build(vault, theme=theme), terminal_size=SIZE, run_before=searching("extract archive")
+    )
+
+
+@pytest.mark.parametrize("theme", THEMES)
+def test_callouts_and_embeds(snap_compare: Any, vault: Path, build: Any, theme: str) -> None:
+    assert snap_compare(
+        build(vault, theme=theme), terminal_size=SIZE, run_before=searching("embed drag")
+    )
+
+
+@pytest.mark.parametrize("theme", THEMES)
+def test_operator_help(snap_compare: Any, workspace: Path, build: Any, theme: str) -> None:
+    assert snap_compare(
+        build(workspace, theme=theme), terminal_size=(120, 50), run_before=searching("", "f1")
+    )
+
+
+@pytest.mark.parametrize("theme", THEMES)
+def test_operator_completion(snap_compare: Any, workspace: Path, build: Any, theme: str) -> None:
+    async def run_before(pilot: Pilot[Any]) -> None:
+        app = pilot.app
+        assert isinstance(app, TuiSearchApp)
+        await settle(pilot)
+        await pilot.press(*"backup tag:da")
+        await settle(pilot)
+
+    assert snap_compare(build(workspace, theme=theme), terminal_size=SIZE, run_before=run_before)

@@ -81,9 +81,11 @@ async def test_first_index_shows_progress_and_search_works_meanwhile(
             found = [e.file_path for e in screen.results.entries]
             # the first batch (two files) is searchable; the rest is not indexed yet
             assert found[0] == "notes/n00.md" and set(found) <= {"notes/n00.md", "notes/n01.md"}
-            assert "results cover what is indexed" in str(
+            assert "indexed so far: 2 of 6 files" in str(
                 app.query_one("#results-info", Static).content
             )
+            # the status bar counts what is searchable already, not "0 docs · 0 chunks"
+            assert screen.status.state.documents == 2 and screen.status.state.chunks == 2
             gate.set()
             await ready(pilot)
             await settle(pilot)

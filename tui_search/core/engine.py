@@ -20,6 +20,7 @@ from tui_search.core.ranking.fusion import Scored
 from tui_search.core.ranking.params import RankingParams
 from tui_search.core.ranking.rerank import Reranker
 from tui_search.core.ranking.retriever import Retriever
+from tui_search.core.records import ChunkRecord, FileRecord
 from tui_search.core.results import (
     FusionWeights,
     IndexReport,
@@ -27,10 +28,10 @@ from tui_search.core.results import (
     IndexStatus,
     ProgressCallback,
     SearchResults,
+    Vocabulary,
 )
 from tui_search.core.snippets import Highlighter
-from tui_search.core.status import index_stats, index_status
-from tui_search.core.store import ChunkRecord, FileRecord
+from tui_search.core.status import index_stats, index_status, index_vocabulary
 from tui_search.core.textsafe import clean_query_text
 from tui_search.core.workspace import ReadResult, Workspace
 
@@ -77,6 +78,7 @@ class SearchEngine:
         self.settings = settings
         #: the ranking's knobs (``docs/ranking.md``); a search may pass others
         self.params = settings.ranking
+        self._vocabulary: tuple[tuple[Any, ...], Vocabulary] | None = None
         index_dir = settings.resolved_index_dir
         self.workspace = Workspace(settings.workspace, extra_ignored=(index_dir,))
         self.embedder = embedder if embedder is not None else Model2VecEmbedder(settings.model)
@@ -224,6 +226,18 @@ class SearchEngine:
 
     def section_ids(self) -> set[str]:
         return self.index.store.section_ids()
+
+    def vocabulary(self) -> Vocabulary:
+        """Tags, folders and documents of the index, for completing ``tag:``, ``under:``,
+        ``path:``, ``related:`` and the like (made again only when the files changed)."""
+        store = self.index.store
+        stamp = store.files_stamp()
+        cached = self._vocabulary
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        vocabulary = index_vocabulary(store.files())
+        self._vocabulary = (stamp, vocabulary)
+        return vocabulary
 
     def graph(self) -> LinkGraph:
         """The link graph of the indexed documents (rebuilt when files change)."""

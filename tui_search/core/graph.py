@@ -17,7 +17,7 @@ from typing import Any
 import networkx as nx
 
 from tui_search.core.chunking import Link, doc_id_for
-from tui_search.core.store import FileRecord
+from tui_search.core.records import FileRecord
 from tui_search.core.workspace import MARKDOWN_SUFFIXES
 
 FOLDER_INDEX_NAMES = ("readme", "index", "_index")
@@ -61,6 +61,19 @@ _LABEL_STOP = frozenset(
 )
 
 
+def is_attachment(target: str) -> bool:
+    """Whether a link target names a non-markdown file (``pic.png``, ``a/b.pdf``)."""
+    name = posixpath.basename(target.strip().split("#", 1)[0].split("?", 1)[0])
+    stem, dot, suffix = name.rpartition(".")
+    return (
+        bool(stem and dot)
+        and 1 <= len(suffix) <= 6
+        and suffix.isalnum()
+        and not suffix.isdigit()
+        and f".{suffix.lower()}" not in MARKDOWN_SUFFIXES
+    )
+
+
 def _norm(name: str) -> str:
     return name.strip().strip("/").lower()
 
@@ -82,8 +95,14 @@ class ResolvedLink:
     target: str | None
 
     @property
+    def attachment(self) -> bool:
+        """The link names a file that is not markdown (an image, a PDF, a canvas): not a
+        document, so neither resolved nor broken, present or not."""
+        return self.target is None and is_attachment(self.link.target)
+
+    @property
     def broken(self) -> bool:
-        return self.target is None
+        return self.target is None and not self.attachment
 
 
 @dataclass(frozen=True)
@@ -236,7 +255,7 @@ class LinkGraph:
 
     def broken_links(self, path: str | None = None) -> list[ResolvedLink]:
         sources = [path] if path is not None else list(self.outgoing)
-        return [r for s in sources for r in self.outgoing.get(s, ()) if r.target is None]
+        return [r for s in sources for r in self.outgoing.get(s, ()) if r.broken]
 
     def parent(self, path: str) -> str | None:
         return self._parent.get(path)

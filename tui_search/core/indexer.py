@@ -31,8 +31,9 @@ from tui_search.core.keyword.index import LexicalIndex
 from tui_search.core.memory import TRIM_AFTER_CHUNKS, release_free_memory
 from tui_search.core.options import CoreSettings
 from tui_search.core.parse_jobs import ParseJob, ParseOutcome, parse_workers, run_jobs
+from tui_search.core.records import FileRecord
 from tui_search.core.results import IndexReport, Progress, ProgressCallback
-from tui_search.core.store import FileRecord, Store
+from tui_search.core.store import Store
 from tui_search.core.vectors import VectorIndex
 from tui_search.core.workspace import (
     IGNORE_FILES,

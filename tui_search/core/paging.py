@@ -20,9 +20,9 @@ from tui_search.core.errors import QueryError
 from tui_search.core.ranking.explain import Explanation, brief_scores
 from tui_search.core.ranking.fusion import Scored, document_of
 from tui_search.core.ranking.retriever import Ranking
+from tui_search.core.records import ChunkRecord
 from tui_search.core.results import DocumentGroup, Hit
 from tui_search.core.snippets import Highlighter
-from tui_search.core.store import ChunkRecord
 
 #: A page grouped by file: (file path, its passages shown, how many results the file has).
 Group = tuple[str, list[Scored], int]

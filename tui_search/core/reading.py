@@ -29,7 +29,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from tui_search.core.errors import NotFoundError, QueryError
-from tui_search.core.store import ChunkRecord, Store
+from tui_search.core.records import ChunkRecord
+from tui_search.core.store import Store
 from tui_search.core.tokens import cut_to_tokens, estimate_tokens
 from tui_search.core.workspace import ReadResult
 
@@ -452,3 +453,22 @@ def read_indexed(
         max_tokens=DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens,
         cursor=pos,
     )
+
+
+def as_markdown(reading: Reading) -> str:
+    """A reading as markdown to paste into a prompt: each part under a ``path:start-end``
+    citation with its heading path, in document order; a note says when the budget cut it."""
+    blocks: list[str] = []
+    for part in reading.parts:
+        where = f"{reading.file_path}:{part.line_start}-{part.line_end}"
+        crumbs = " › ".join(part.heading_path) or reading.title
+        cut = " (cut)" if part.cut else ""
+        blocks.append(f"Source: {where} — {crumbs}{cut}\n\n{part.text.strip()}")
+    text = "\n\n---\n\n".join(blocks)
+    if reading.truncated:
+        left = len(reading.remaining)
+        text += (
+            f"\n\n(cut at {reading.max_tokens} tokens; {left} more section"
+            f"{'s' if left != 1 else ''} of {reading.file_path} not included)"
+        )
+    return text + "\n"

@@ -79,6 +79,9 @@ class Hit:
             "relevance_score": round(self.relevance_score, 6),
             "content": self.content,
             "snippet": self.snippet.marked(),
+            # the snippet as it is in the file (flattened to one line) and its matches' offsets
+            "snippet_text": self.snippet.text,
+            "snippet_spans": [list(span) for span in self.snippet.spans],
             "tags": list(self.tags),
             "scores": self.scores,
         }
@@ -166,6 +169,18 @@ class SearchResults:
         if self.warnings:
             out["warnings"] = list(self.warnings)
         return out
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """The names the query operators take, from the index (``SearchEngine.vocabulary()``)."""
+
+    #: Tags, the most used first.
+    tags: tuple[str, ...] = ()
+    #: Folders holding indexed files (``a``, ``a/b``), the fullest first.
+    folders: tuple[str, ...] = ()
+    #: Indexed documents as the operators name them: workspace paths without ``.md``.
+    documents: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

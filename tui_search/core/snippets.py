@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from functools import lru_cache
 
 from tui_search.core.keyword.analysis import text_analyzer
 from tui_search.core.results import Snippet
+from tui_search.core.textsafe import sanitize_terminal_in_place
 
 _WORD_RE = re.compile(r"\w+(?:[.:]\w+)*")
 _local = threading.local()
@@ -155,3 +157,250 @@ def make_snippet(
 ) -> Snippet:
     """A snippet of ``content`` for one query (see :meth:`Highlighter.snippet`)."""
     return Highlighter(terms, identifiers).snippet(content, chars)
+
+
+# -- snippets as text --------------------------------------------------------------------
+#: What a styled run of a rendered snippet is: ``strong``, ``emph``, ``code``, ``link``,
+#: ``placeholder`` (a template slot such as tldr's ``{{path/to/file}}``) or ``strike``.
+STYLE_KINDS = ("strong", "emph", "code", "link", "placeholder", "strike")
+
+
+@dataclass(frozen=True)
+class RenderedSnippet:
+    """A snippet's inline markdown read as text: the markup gone, what it meant as styled
+    runs, and the matched words' spans moved to the rendered text."""
+
+    text: str
+    #: (start, end, kind) runs of ``text`` with a markdown style (kinds: ``STYLE_KINDS``).
+    styles: tuple[tuple[int, int, str], ...] = ()
+    #: (start, end) of the matched words in ``text``.
+    matches: tuple[tuple[int, int], ...] = ()
+
+
+_INLINE_RE = re.compile(
+    r"""
+      (?P<fence>(?:```|~~~)[\w+#.-]*)
+    | (?P<code>(?P<ticks>`+)(?P<code_text>.+?)(?P=ticks))
+    | (?P<opencode>`(?P<opencode_text>[^`]+)$)
+    | (?P<autolink><(?P<autolink_text>(?:https?|mailto):[^>\s]+)>)
+    | (?P<image>!\[(?P<image_alt>[^\]]*)\]\((?P<image_url>[^)\s]*)[^)]*\)?)
+    | (?P<wiki>!?\[\[(?P<wiki_target>[^\]|#]*)(?:\#(?P<wiki_anchor>[^\]|]*))?
+        (?:\|(?P<wiki_alias>[^\]]*))?(?:\]\]|(?=…?$)))
+    | (?P<link>\[(?P<link_text>[^\]]+)\](?:\([^)]*(?:\)|$)|\[[^\]]*\]))
+    | (?P<placeholder>\{\{(?P<placeholder_text>[^{}]+?)(?:\}\}|(?=…?$)))
+    | (?P<tick>`)
+    | (?P<strong>(?P<sm>\*\*|__)(?=\S)(?P<strong_text>.+?)(?<=\S)(?P=sm))
+    | (?P<strike>~~(?=\S)(?P<strike_text>.+?)(?<=\S)~~)
+    | (?P<emph>(?:(?<![\w*])\*(?=[^\s*])(?P<emph_text>.+?)(?<=[^\s*])\*(?![\w*]))
+        |(?:(?<!\w)_(?=[^\s_])(?P<emph_text2>.+?)(?<=[^\s_])_(?!\w)))
+    | (?P<pipe>\|(?:\s*:?-{3,}:?\s*\||[\s|])*)
+    | (?P<heading>(?<![^\s])\#{1,6}\s+)
+    | (?P<quote>(?<![^\s…])(?:>\s?)?\[![\w-]+\][+-]?\s?|(?:^|(?<=[.:!?]\s))>\s|(?<=\s)>\s(?=[A-Z\[*_`]))
+    | (?P<escape>\\(?P<escaped>[\\`*_{}\[\]()#+\-.!|~<>]))
+    """,
+    re.VERBOSE,
+)
+
+#: Writes ``src[start:end]`` into a writer (plain, as code, or with its markup read).
+_Write = Callable[[str, int, int, "_Writer"], None]
+_SLOT_RE = re.compile(r"\{\{([^{}]+?)(?:\}\}|(?=…?$))")
+_FENCE_RE = re.compile(r"(?:```|~~~)[\w+#.-]*")
+#: A snippet whose pipes are a table's: a separator row, two rows run together (``| |``), a
+#: row at the start, or three cell borders; otherwise a pipe is text (a shell pipeline).
+_TABLE_RE = re.compile(r"\|\s*:?-{3,}|\|\s+\||^\s*\|")
+#: Where markup can start: the expression above is tried only at these characters.
+_CANDIDATE_RE = re.compile(r"[`~!\[{*_|\\<>#]")
+#: Whitespace that is not a plain space, or a run of it (copied one character at a time).
+_ODD_SPACE_RE = re.compile(r"[^\S ]|  ")
+_SPACE_RUN_RE = re.compile(r"\s+")
+_IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".bmp", ".avif")
+
+
+def _copy(src: str, start: int, end: int, w: _Writer) -> None:
+    w.copy(src, start, end)
+
+
+class _Writer:
+    """Builds the rendered text in pieces, remembering where each copied run of source
+    characters went (``segments``: source start, output start, length; in source order)."""
+
+    def __init__(self) -> None:
+        self.out: list[str] = []
+        self.size = 0
+        self.last = " "  # the last character written (a space at the start: none leads)
+        self.segments: list[tuple[int, int, int]] = []
+        self.styles: list[tuple[int, int, str]] = []
+        self.table = False  # the snippet's pipes are a table's
+
+    def _take(self, src: str, start: int, end: int) -> None:
+        self.segments.append((start, self.size, end - start))
+        self.out.append(src[start:end])
+        self.size += end - start
+        self.last = src[end - 1]
+
+    def copy(self, src: str, start: int, end: int) -> None:
+        if start >= end:
+            return
+        if src[start] == " " and self.last == " ":
+            start += 1  # (a space after a space, or leading: one is enough)
+            if start >= end:
+                return
+        if not _ODD_SPACE_RE.search(src, start, end):
+            self._take(src, start, end)  # the usual case: every character kept
+            return
+        pos = start
+        for m in _SPACE_RUN_RE.finditer(src, start, end):  # a run reads as one space
+            a, b = m.span()
+            if a > pos:
+                self._take(src, pos, a)
+            if self.last != " ":
+                self.segments.append((a, self.size, 1))
+                self.out.append(" ")
+                self.size += 1
+                self.last = " "
+            pos = b
+        if pos < end:
+            self._take(src, pos, end)
+
+    def insert(self, text: str) -> None:
+        if text[:1] == " " and self.last == " ":
+            text = text[1:]
+        if text:
+            self.out.append(text)
+            self.size += len(text)
+            self.last = text[-1]
+
+    def styled(self, kind: str, write: _Write, src: str, start: int, end: int) -> None:
+        """``write(src, start, end, self)`` as one run of style ``kind`` (its edge spaces
+        left out)."""
+        begin = self.size
+        write(src, start, end, self)
+        stop = self.size
+        if stop > begin:
+            written = "".join(self.out)[begin:stop]
+            stripped = written.strip(" ")
+            if stripped:
+                lead = len(written) - len(written.lstrip(" "))
+                self.styles.append((begin + lead, begin + lead + len(stripped), kind))
+
+    def where(self, start: int, end: int) -> tuple[int, int] | None:
+        """The output span of the source characters ``start``..``end`` that were kept."""
+        first = last = -1
+        for src_at, out_at, n in self.segments:
+            if src_at >= end:
+                break
+            if src_at + n <= start:
+                continue
+            a, b = max(start, src_at), min(end, src_at + n)
+            if first < 0:
+                first = out_at + a - src_at
+            last = out_at + b - src_at
+        return (first, last) if first >= 0 else None
+
+
+def _slots(src: str, start: int, end: int, w: _Writer) -> None:
+    """Write code text as it is, but for template slots (``{{name}}`` reads as ``name``)."""
+    pos = start
+    for m in _SLOT_RE.finditer(src, start, end):
+        w.copy(src, pos, m.start())
+        a, b = m.span(1)
+        w.styled("placeholder", _copy, src, a, b)
+        pos = m.end()
+    w.copy(src, pos, end)
+
+
+def _emit(src: str, start: int, end: int, w: _Writer) -> None:
+    """Write ``src[start:end]`` with its inline markup read (recursively inside emphasis)."""
+    pos = scan = start
+    while (candidate := _CANDIDATE_RE.search(src, scan, end)) is not None:
+        m = _INLINE_RE.match(src, candidate.start(), end)
+        if m is None or m.end() == m.start():
+            scan = candidate.start() + 1  # a markup character that starts nothing: text
+            continue
+        w.copy(src, pos, m.start())
+        pos = scan = m.end()
+        kind = m.lastgroup
+        if kind == "fence":
+            # the text up to the closing fence (or the snippet's end) is code, as written
+            close = _FENCE_RE.search(src, pos, end)
+            stop = close.start() if close is not None else end
+            w.insert(" ")
+            w.styled("code", _slots, src, pos, stop)
+            w.insert(" ")
+            pos = scan = close.end() if close is not None else end
+        elif kind in ("code", "opencode"):  # (a span the snippet's end cut: code to the end)
+            a, b = m.span(f"{kind}_text")
+            w.styled("code", _slots, src, a, b)
+        elif kind == "autolink":
+            a, b = m.span("autolink_text")
+            w.styled("link", _copy, src, a, b)
+        elif kind == "image":
+            a, b = m.span("image_alt")
+            if b > a:
+                w.styled("link", _copy, src, a, b)
+            else:
+                w.insert("[image]")
+        elif kind == "wiki":
+            alias, target = m.span("wiki_alias"), m.span("wiki_target")
+            anchor = m.span("wiki_anchor")
+            if m.group("wiki").startswith("!") and m.group("wiki_target").lower().endswith(
+                _IMAGE_SUFFIXES
+            ):
+                w.insert("[image]")
+                continue
+            a, b = alias if alias[0] >= 0 else (target if target[1] > target[0] else anchor)
+            if a >= 0:
+                w.styled("link", _emit, src, a, b)
+        elif kind == "link":
+            a, b = m.span("link_text")
+            w.styled("link", _emit, src, a, b)
+        elif kind == "placeholder":
+            a, b = m.span("placeholder_text")
+            w.styled("placeholder", _copy, src, a, b)
+        elif kind in ("strong", "strike"):
+            a, b = m.span(f"{kind}_text")
+            w.styled(kind, _emit, src, a, b)
+        elif kind == "emph":
+            a, b = m.span("emph_text") if m.group("emph_text") else m.span("emph_text2")
+            w.styled("emph", _emit, src, a, b)
+        elif kind == "pipe":
+            if not w.table:  # a pipe in prose or a shell command: kept
+                w.copy(src, m.start(), m.end())
+            # table cells read as a list; the row edges and separator rows go away
+            elif w.out and m.end() < end and src[m.end() : end].strip():
+                w.insert(" · ")
+            elif w.out:
+                w.insert(" ")
+        elif kind == "escape":
+            a, b = m.span("escaped")
+            w.copy(src, a, b)
+        # heading and quote marks, a backtick left unpaired by the snippet's cut: dropped
+    w.copy(src, pos, end)
+
+
+@lru_cache(maxsize=4096)  # (a list made again, for another view or width, reads them again)
+def render_snippet(snippet: Snippet) -> RenderedSnippet:
+    """``snippet`` as a reader sees it: emphasis, code and links as styled text (a link is its
+    text), code fences, table pipes, heading and quote marks dropped, template slots
+    (``{{name}}``) as their name, and the matches on the same words of the rendered text.
+    Terminal control sequences are blanked (offsets kept). Pure string work: the app styles
+    the runs, the CLI colours them."""
+    src = sanitize_terminal_in_place(snippet.text)
+    if not src:
+        return RenderedSnippet("")
+    w = _Writer()
+    w.table = _TABLE_RE.search(src) is not None or src.count(" | ") >= 3
+    _emit(src, 0, len(src), w)
+    text = "".join(w.out).rstrip(" ")
+    size = len(text)
+    matches: list[tuple[int, int]] = []
+    for s, e in snippet.spans:
+        span = w.where(max(0, s), min(e, len(src)))
+        if span is not None and span[0] < size:
+            span = (span[0], min(span[1], size))
+            if not matches or span[0] >= matches[-1][1]:
+                matches.append(span)
+    styles = tuple(
+        (s, min(e, size), k) for s, e, k in sorted(w.styles) if s < size and min(e, size) > s
+    )
+    return RenderedSnippet(text, styles, tuple(matches))

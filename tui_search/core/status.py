@@ -1,15 +1,38 @@
 """What the status bar and screen show about an index: its counts; its size and age, what was
 skipped or warned, the ignore rules in force, and the link graph's shape (reads the disk: a
-worker's job)."""
+worker's job); and the names its query operators take (the query bar's completions)."""
 
 from __future__ import annotations
 
 import os
+from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 
 from tui_search.core.index import SearchIndex
-from tui_search.core.results import IgnoreFile, IndexStats, IndexStatus
+from tui_search.core.records import FileRecord
+from tui_search.core.results import IgnoreFile, IndexStats, IndexStatus, Vocabulary
 from tui_search.core.workspace import IGNORE_FILES, Workspace, read_text_inside, valid_name
+
+
+def index_vocabulary(files: Mapping[str, FileRecord]) -> Vocabulary:
+    """The tags (most used first), folders (fullest first) and documents (paths without
+    ``.md``) of the indexed files."""
+    tags: Counter[str] = Counter()
+    folders: Counter[str] = Counter()
+    documents: list[str] = []
+    for path, record in files.items():
+        tags.update(record.tags)
+        parts = path.split("/")[:-1]
+        for depth in range(1, len(parts) + 1):
+            folders["/".join(parts[:depth])] += 1
+        stem, dot, suffix = path.rpartition(".")
+        documents.append(stem if dot and suffix.lower() in ("md", "markdown") else path)
+    return Vocabulary(
+        tags=tuple(t for t, _ in sorted(tags.items(), key=lambda kv: (-kv[1], kv[0]))),
+        folders=tuple(f for f, _ in sorted(folders.items(), key=lambda kv: (-kv[1], kv[0]))),
+        documents=tuple(sorted(documents)),
+    )
 
 
 def index_stats(index: SearchIndex, *, model: str) -> IndexStats:

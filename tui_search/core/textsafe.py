@@ -39,6 +39,16 @@ def one_line(text: str) -> str:
     return sanitize_terminal(text.translate(_LINE_BREAKS))
 
 
+def sanitize_terminal_in_place(text: str) -> str:
+    """``sanitize_terminal`` that keeps every character's offset (for text with spans in it):
+    an escape sequence becomes spaces of its length, an invisible or separator character a
+    space, a control character one placeholder."""
+    text = ANSI_RE.sub(lambda m: " " * len(m.group(0)), text)
+    text = _INVISIBLE_RE.sub(" ", text)
+    text = _SEPARATOR_RE.sub(" ", text)
+    return _CONTROL_RE.sub(lambda m: "\ufffd" if m.group(0) not in "\r" else " ", text)
+
+
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
 
 

@@ -5,7 +5,7 @@ with it. It follows how subword tokenizers cut text: a common word is one token,
 rare one several; every punctuation mark is one; every CJK ideograph, kana or Hangul syllable
 is about one; a run of mixed letters and digits (base64, hashes, identifiers) costs about one
 token per two characters. Measured against the shipped re-ranker's WordPiece tokenizer by
-``benchmarks/token_estimate.py``.
+``benchmarks/bench_token_estimate.py``.
 """
 
 from __future__ import annotations

@@ -14,8 +14,9 @@ import numpy as np
 from tui_search.core.chunking import Chunk
 from tui_search.core.embedding import Embedder, TokenEmbedder
 from tui_search.core.keyword.index import LexicalIndex
+from tui_search.core.records import ChunkRecord, FileRecord, vector_key
 from tui_search.core.results import Progress, ProgressCallback
-from tui_search.core.store import ChunkRecord, FileRecord, Store, vector_key
+from tui_search.core.store import Store
 from tui_search.core.vectors import VectorIndex
 
 #: Texts embedded per call of the model.

@@ -52,7 +52,7 @@ class QueryTrace:
     """One judged question's ranking as the harness scored it (``run_evaluation``'s
     ``on_query``): the fused candidates with their arm scores, and the judged unit (file or
     section id) each candidate counts as. Lets weights be judged offline
-    (``ranking.refuse``, ``benchmarks/fusion_levers.py``)."""
+    (``signals.refuse``, ``research/fusion_weights.py``)."""
 
     mode: str
     qid: str

@@ -13,7 +13,7 @@ from tui_search.mcp.schemas import ReadManyItem, ReadManyReply, ReadPart, ReadRe
 from tui_search.mcp.text import clean
 
 if TYPE_CHECKING:
-    from tui_search.core.store import FileRecord
+    from tui_search.core.records import FileRecord
     from tui_search.mcp.live import LiveIndex
 
 MARKDOWN_SUFFIXES = (".md", ".markdown")

@@ -18,6 +18,7 @@ import logging
 import signal
 import sys
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mcp.server import MCPServer
@@ -112,7 +113,7 @@ def serve(
             serve_http(server, port or DEFAULT_PORT, note)
         else:
             note(
-                f"serving {settings.workspace} (ready in {time.perf_counter() - started:.1f}s; "
+                f"serving {Path(settings.workspace).resolve()} (ready in {time.perf_counter() - started:.1f}s; "
                 "the index builds in the background)"
             )
             note("waiting for an MCP client on stdin (this is a stdio server; Ctrl-C to stop)")

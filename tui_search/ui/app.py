@@ -48,7 +48,7 @@ from tui_search.ui.themes import DEFAULT_THEME, load_themes
 
 if TYPE_CHECKING:
     from tui_search.core.engine import SearchEngine
-    from tui_search.core.results import IndexReport, Progress
+    from tui_search.core.results import Hit, IndexReport, Progress
     from tui_search.core.watcher import WorkspaceWatcher
 
 #: Seconds the app waits at exit for an indexing thread to stop at its next progress report.
@@ -84,7 +84,7 @@ class TuiSearchApp(App[int]):
         Binding("f1", "help", "Help", id="help"),
         Binding("f3", "index_status", "Status", id="index-status"),
         Binding("question_mark", "help", "Help", show=False, key_display="?", id="help-alt"),
-        Binding("ctrl+q", "quit", "Quit", priority=True, id="quit"),
+        Binding("ctrl+q", "quit", "Quit", priority=True, show=False, id="quit"),
     ]
 
     def __init__(
@@ -97,8 +97,14 @@ class TuiSearchApp(App[int]):
         show_timing: bool = True,
         cursor_blink: bool = True,
         theme_dirs: list[Path] | None = None,
+        pick: str | None = None,
     ) -> None:
         super().__init__()
+        #: Picker mode (``tui-search pick``): the query to start with; enter picks, escape
+        #: cancels. None: the ordinary app.
+        self.pick_query = pick
+        #: The hit chosen in picker mode (None: cancelled, or not picking).
+        self.picked: Hit | None = None
         self.settings = settings
         self.engine_factory = engine_factory or default_engine_factory
         self.watch_enabled = watch
@@ -489,6 +495,21 @@ class TuiSearchApp(App[int]):
             self.memory.set_weights(weights)
         except OSError as exc:
             self.notify(f"cannot remember the weights: {exc}", severity="warning", timeout=4)
+
+    # -- picker mode ----------------------------------------------------------------------
+    @property
+    def picking(self) -> bool:
+        return self.pick_query is not None
+
+    def pick(self, hit: Hit) -> None:
+        """Picker mode: ``hit`` is the choice; the app exits with status 0."""
+        self.picked = hit
+        self.exit(return_code=0)
+
+    def cancel_pick(self) -> None:
+        """Picker mode: nothing chosen; the app exits with status 1."""
+        self.picked = None
+        self.exit(return_code=1)
 
     # -- actions ------------------------------------------------------------------------
     def action_index_status(self) -> None:

@@ -1,4 +1,5 @@
-"""Command palette entries (ctrl+p): reindex, mode, grouping, community filter, weights, theme."""
+"""Command palette entries (ctrl+p): every action of the app (explain, status, similar, links,
+views, copying, reindex, mode, grouping, community filter, weights, theme)."""
 
 from __future__ import annotations
 
@@ -45,6 +46,41 @@ class SearchCommands(Provider):
                 "Show results ranked across files, or grouped by document",
             ),
             (
+                "Compact view: one line per result",
+                screen.action_toggle_compact,
+                "Switch between one line per hit and heading plus snippet (ctrl+o)",
+            ),
+            (
+                "Split: results pane wider / narrower",
+                screen.action_cycle_split,
+                "Step the results pane through 30, 45, 60 and 75% of the width (f9)",
+            ),
+            (
+                "Explain: why the selected result ranks",
+                screen.action_toggle_explain,
+                "Show or hide each factor of its score in plain words (f2)",
+            ),
+            (
+                "Similar: show the near-duplicates of the result",
+                screen.action_toggle_similar,
+                'Expand or fold the "+N similar" copies of the selected result (f4)',
+            ),
+            (
+                "Copy as context for an LLM",
+                screen.action_copy_context,
+                "The section with its neighbours as markdown with path:line citations (c)",
+            ),
+            (
+                "Copy the section id",
+                screen.action_copy_id,
+                "The selected section's id, as search and the agent server return it (y)",
+            ),
+            (
+                "Open in $EDITOR",
+                screen.action_edit,
+                "Edit the shown section at its line; it is re-indexed on return (e)",
+            ),
+            (
                 "Filter by link community…",
                 screen.action_community,
                 "Restrict every search to a cluster of linked documents (ctrl+l)",
@@ -69,7 +105,7 @@ class SearchCommands(Provider):
                 app.action_index_status,
                 "Documents, size, watcher, skipped files, ignore rules, link graph (f3)",
             ),
-            ("Help: keys", app.action_help, "Every key binding"),
+            ("Help: query language and keys", app.action_help, "Every operator and key (f1)"),
         ]
         if screen.community is not None:
             cmds.append(

@@ -1,4 +1,5 @@
-"""What the app remembers per workspace: query history and fusion weights.
+"""What the app remembers per workspace: query history, fusion weights and the results view
+(compact or wide, and the results pane's share of the width).
 
 One small JSON file per workspace in the user's data dir (``config.user_data_dir()``), written
 atomically. A missing or unreadable file is an empty memory: remembering is a convenience and
@@ -75,6 +76,26 @@ class WorkspaceMemory:
                 "keyword_weight": weights.keyword_weight,
                 "soft_share": weights.soft_share,
             }
+        self._save()
+
+    # -- the results view -----------------------------------------------------------------
+    def compact(self) -> bool:
+        """One line per hit (True) or the wide view (False, the default)."""
+        return self._load().get("compact") is True
+
+    def set_compact(self, compact: bool) -> None:
+        self._load()["compact"] = bool(compact)
+        self._save()
+
+    def split(self) -> int | None:
+        """The results pane's width in percent of the screen (None: the stylesheet's)."""
+        raw = self._load().get("split")
+        return (
+            raw if isinstance(raw, int) and not isinstance(raw, bool) and 10 <= raw <= 90 else None
+        )
+
+    def set_split(self, percent: int) -> None:
+        self._load()["split"] = int(percent)
         self._save()
 
     # -- query history --------------------------------------------------------------------

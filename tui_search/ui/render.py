@@ -8,12 +8,15 @@ section is rendered, so a 10,000-line file costs no more than a short one.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from io import StringIO
 
-from rich.console import Console
+from rich import box
+from rich.console import Console, Group
 from rich.markdown import Markdown
+from rich.panel import Panel
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
@@ -122,6 +125,90 @@ class RenderedPreview:
     link_rows: dict[int, LinkEntry] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Embedded:
+    """What an ``![[note#heading]]`` embed shows: the embedded section's markdown."""
+
+    title: str  # ``note#heading`` as resolved (the document's path and the heading)
+    text: str
+
+
+#: Resolves an embed (target, anchor) to its text; None when there is no such note.
+EmbedResolver = Callable[[str, str], "Embedded | None"]
+
+_CALLOUT_RE = re.compile(r"^ {0,3}>\s*\[!([\w-]+)\]([+-]?)\s*(.*)$")
+_QUOTED_RE = re.compile(r"^ {0,3}>\s?")
+_EMBED_RE = re.compile(r"^\s*!\[\[([^\]|#]*)(?:#([^\]|]*))?(?:\|[^\]]*)?\]\]\s*$")
+_IMAGE_RE = re.compile(r"^\s*!\[([^\]]*)\]\(\s*<?([^)\s>]+)>?[^)]*\)\s*$")
+_FENCE_RE = re.compile(r"^ {0,3}(```|~~~)")
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".bmp", ".avif")
+#: Callout types drawn in the accent colour (the rest in the primary colour).
+WARNING_CALLOUTS = frozenset(
+    {"warning", "caution", "attention", "danger", "error", "bug", "failure", "fail", "missing"}
+)
+#: Lines of an embedded note shown before the rest is left out.
+EMBED_LINES = 40
+
+
+def obsidian_blocks(text: str) -> list[tuple[str, ...]]:
+    """``text`` cut into what renders differently: ``("md", text)``, ``("callout", type, fold,
+    title, body)``, ``("embed", target, anchor)`` and ``("image", name)`` (a line of its own
+    that embeds an image or another attachment). Code blocks are left as they are."""
+    out: list[tuple[str, ...]] = []
+    plain: list[str] = []
+    lines = text.split("\n")
+    fenced = False
+    i = 0
+
+    def flush() -> None:
+        if any(line.strip() for line in plain):
+            out.append(("md", "\n".join(plain)))
+        plain.clear()
+
+    while i < len(lines):
+        line = lines[i]
+        if _FENCE_RE.match(line):
+            fenced = not fenced
+        if fenced or _FENCE_RE.match(line):
+            plain.append(line)
+            i += 1
+            continue
+        m = _CALLOUT_RE.match(line)
+        if m:
+            body: list[str] = []
+            i += 1
+            while i < len(lines) and _QUOTED_RE.match(lines[i]):
+                body.append(_QUOTED_RE.sub("", lines[i], count=1))
+                i += 1
+            flush()
+            out.append(("callout", m.group(1).lower(), m.group(2), m.group(3), "\n".join(body)))
+            continue
+        m = _EMBED_RE.match(line)
+        if m and m.group(1).strip():
+            flush()
+            target = m.group(1).strip()
+            suffix = target.rpartition(".")[2].lower()
+            if "." in target and suffix not in ("md", "markdown") and suffix.isalnum():
+                out.append(("image", target))
+            else:
+                out.append(("embed", target, (m.group(2) or "").strip()))
+            i += 1
+            continue
+        m = _IMAGE_RE.match(line)
+        if m:
+            flush()
+            alt = m.group(1).strip()
+            # (Obsidian reads an alt text of digits as the image's size: name the file then)
+            named = alt and not re.fullmatch(r"\d+(?:x\d+)?", alt)
+            out.append(("image", alt if named else m.group(2).rsplit("/", 1)[-1]))
+            i += 1
+            continue
+        plain.append(line)
+        i += 1
+    flush()
+    return out
+
+
 def choose_window(
     total: int, body_start: int, selected: SectionSpan | None, boundaries: Sequence[int], size: int
 ) -> tuple[int, int]:
@@ -156,6 +243,66 @@ def _to_text(segment_lines: list[list[Segment]]) -> list[Text]:
     return out
 
 
+def render_markdown(
+    text: str,
+    console: Console,
+    width: int,
+    styles: PreviewStyles,
+    embed: EmbedResolver | None,
+) -> list[Text]:
+    """Markdown as lines of ``width`` cells, with Obsidian's additions: a callout as a titled
+    box, a note embed (``![[note#heading]]``) as a box with that section's text (``embed``
+    resolves it; an embed inside an embed stays a line), an image or attachment as a line."""
+    code_theme = "ansi_dark" if styles.dark else "ansi_light"
+    muted = Style.parse(styles.muted)
+    options = console.options.update(width=width)
+    out: list[Text] = []
+
+    def boxed(body: list[Text], title: Text, colour: str) -> list[Text]:
+        for line in body:
+            line.end = "\n"  # (lines made for the preview end with nothing)
+        panel = Panel(
+            Group(*body),
+            title=title,
+            title_align="left",
+            border_style=Style.parse(colour),
+            box=box.ROUNDED,
+            padding=(0, 1),
+        )
+        return [*_to_text(console.render_lines(panel, options, pad=False)), Text("")]
+
+    for block in obsidian_blocks(text):
+        kind = block[0]
+        if kind == "md":
+            if block[1].strip():
+                markdown = Markdown(block[1], code_theme=code_theme, hyperlinks=False)
+                out += _to_text(console.render_lines(markdown, options, pad=False))
+        elif kind == "callout":
+            _, name, fold, title, body = block
+            colour = styles.accent if name in WARNING_CALLOUTS else styles.primary
+            marker = {"-": "▸ ", "+": "▾ "}.get(fold, "")
+            heading = Text(f"{marker}{title.strip() or name.capitalize()}", style=f"bold {colour}")
+            if fold == "-":
+                heading.append(" (folded)", style=muted)
+            inner = render_markdown(body, console, max(10, width - 4), styles, embed)
+            out += boxed(inner or [Text("")], heading, colour)
+        elif kind == "image":
+            out.append(Text(f"▣ {block[1]}", style=muted))
+        elif kind == "embed":
+            _, target, anchor = block
+            written = target + (f"#{anchor}" if anchor else "")
+            found = embed(target, anchor) if embed is not None else None
+            if embed is None:  # (an embed inside an embed: one level is shown)
+                out.append(Text(f"⤷ {written}", style=muted))
+            elif found is None:
+                out.append(Text(f"⤷ {written} (no such note)", style=muted))
+            else:
+                inner = render_markdown(found.text, console, max(10, width - 4), styles, None)
+                heading = Text(f"⤷ {found.title}", style=f"bold {styles.primary}")
+                out += boxed(inner or [Text("")], heading, styles.muted)
+    return out
+
+
 def render_preview(
     text: str,
     *,
@@ -167,6 +314,7 @@ def render_preview(
     meta: DocumentMeta | None = None,
     styles: PreviewStyles | None = None,
     window: int = DEFAULT_WINDOW,
+    embed: EmbedResolver | None = None,
 ) -> RenderedPreview:
     styles = styles or PreviewStyles()
     width = max(20, width)
@@ -181,7 +329,6 @@ def render_preview(
         emoji=False,
         highlight=False,
     )
-    options = console.options.update(width=inner)
     src = sanitize_terminal(text).replace("\r\n", "\n").replace("\r", "\n").split("\n")
     total = len(src)
     body_start = front_matter_lines("\n".join(src))
@@ -190,7 +337,6 @@ def render_preview(
     cuts = sorted({start, *(b for b in boundaries if start < b <= end)})
     if selected and start < selected.line_start <= end:
         cuts = sorted({*cuts, selected.line_start})
-    code_theme = "ansi_dark" if styles.dark else "ansi_light"
     match_style = Style.parse(f"bold {styles.match_fg} on {styles.match_bg}")
     muted = Style.parse(styles.muted)
     marker_style = Style.parse(f"bold {styles.marker}")
@@ -222,15 +368,13 @@ def render_preview(
         chunk = "\n".join(src[cut - 1 : stop])
         if not chunk.strip():
             continue
-        rendered = console.render_lines(
-            Markdown(chunk, code_theme=code_theme, hyperlinks=False), options, pad=False
-        )
+        rendered_lines = render_markdown(chunk, console, inner, styles, embed)
         in_sel = bool(
             selected and selected.line_start <= cut <= max(selected.line_end, selected.line_start)
         )
         if selected and cut == selected.line_start:
             section_top = len(lines)
-        for t in _to_text(rendered):
+        for t in rendered_lines:
             add(t, in_sel)
         if in_sel:
             section_bottom = len(lines)

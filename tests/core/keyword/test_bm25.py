@@ -126,7 +126,7 @@ def test_postings_decoded_with_numpy_equal_whoosh_matchers(tmp_path: Path) -> No
     block decoder give exactly the ids and weights Whoosh's matcher walks."""
     from tui_search.core.keyword.bm25 import FastBM25
     from tui_search.core.keyword.index import LexicalIndex
-    from tui_search.core.store import ChunkRecord
+    from tui_search.core.records import ChunkRecord
 
     def record(i: int) -> ChunkRecord:
         words = ["common"] * (1 + i % 4) + (["zebra"] if i % 7 == 0 else []) + [f"w{i}"]

@@ -8,7 +8,7 @@ import numpy as np
 
 from tests.conftest import chunk_record
 from tui_search.core.keyword.index import LexicalIndex
-from tui_search.core.store import ChunkRecord, vector_key
+from tui_search.core.records import ChunkRecord, vector_key
 
 
 def _search(lex: LexicalIndex, query) -> list[tuple[str, float]]:  # type: ignore[no-untyped-def]

@@ -20,7 +20,7 @@ from tui_search.core.keyword import writing as whoosh_writing
 from tui_search.core.keyword.index import LexicalIndex
 from tui_search.core.keyword.writing import merge_bounded
 from tui_search.core.processes import worker_context
-from tui_search.core.store import ChunkRecord
+from tui_search.core.records import ChunkRecord
 
 
 def _commit(ix, ids: list[str]) -> None:  # type: ignore[no-untyped-def]
@@ -153,7 +153,7 @@ def test_a_script_without_a_main_guard_can_bulk_write(tmp_path: Path) -> None:
             from pathlib import Path
             from tui_search.core.keyword import index as lexical
             from tui_search.core.keyword.index import LexicalIndex
-            from tui_search.core.store import ChunkRecord
+            from tui_search.core.records import ChunkRecord
 
             lexical.BULK_WRITE = 10
             print("top level ran", flush=True)

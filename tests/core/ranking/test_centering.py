@@ -15,7 +15,7 @@ from tui_search.core.embedding import Model2VecEmbedder
 from tui_search.core.engine import SearchEngine
 from tui_search.core.ranking.centering import SAMPLE_SIZE, Centering, even_sample
 from tui_search.core.ranking.params import RankingParams
-from tui_search.core.store import vector_key
+from tui_search.core.records import vector_key
 
 SAMPLE_EVAL = Path(__file__).resolve().parents[2] / "data" / "sample_eval"
 

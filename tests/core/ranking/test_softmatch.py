@@ -242,7 +242,7 @@ def test_default_keyword_weight_follows_the_semantic_side() -> None:
 
 
 def test_token_ids_round_trip_through_the_manifest() -> None:
-    from tui_search.core.store import pack_tokens, unpack_tokens
+    from tui_search.core.records import pack_tokens, unpack_tokens
 
     small = np.array([0, 5, 65535], dtype=np.int32)
     large = np.array([3, 70000, 2**31 - 1], dtype=np.int32)

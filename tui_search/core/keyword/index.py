@@ -35,7 +35,7 @@ from tui_search.core.keyword.schema import SCORED_FIELDS, document_fields, make_
 from tui_search.core.keyword.segcache import SegmentCache
 from tui_search.core.keyword.snapshot import LexicalSnapshot, section_ordinals_of
 from tui_search.core.ranking.params import RankingParams
-from tui_search.core.store import ChunkRecord, vector_key
+from tui_search.core.records import ChunkRecord, vector_key
 
 #: Writes of at least this many chunks use Whoosh's multi-process writer.
 BULK_WRITE = 5000

@@ -11,7 +11,7 @@ from whoosh.formats import Frequency, Positions
 from whoosh.system import pack_uint
 
 from tui_search.core.keyword.analysis import identifier_analyzer, text_analyzer
-from tui_search.core.store import ChunkRecord
+from tui_search.core.records import ChunkRecord
 
 #: The fields plain queries score (``term_clause``'s and the identifiers'): their postings
 #: are kept decoded beside the index (``LexicalIndex.store_postings``).

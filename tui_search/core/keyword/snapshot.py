@@ -19,7 +19,7 @@ from whoosh.searching import Searcher
 
 from tui_search.core.chunking import section_of
 from tui_search.core.keyword.bm25 import FastBM25, flatten_disjunction
-from tui_search.core.store import vector_key
+from tui_search.core.records import vector_key
 
 
 class LexicalSnapshot:

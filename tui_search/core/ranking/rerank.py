@@ -44,11 +44,12 @@ import numpy as np
 from tui_search.core.chunking import embedding_text
 from tui_search.core.ranking.encoder import DEFAULT_RERANKER_DIR, SentenceEncoder
 from tui_search.core.ranking.params import RankingParams
-from tui_search.core.store import VECTOR_DTYPE
+from tui_search.core.records import VECTOR_DTYPE
 
 if TYPE_CHECKING:
     from tui_search.core.ranking.fusion import Scored
-    from tui_search.core.store import ChunkRecord, Store
+    from tui_search.core.records import ChunkRecord
+    from tui_search.core.store import Store
 
 #: How ``passage_text`` and the pooling make a vector (with the encoder's config, the recipe
 #: the stored vectors are checked against: vectors made otherwise are dropped).

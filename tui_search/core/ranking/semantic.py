@@ -21,7 +21,7 @@ from tui_search.core.ranking.centering import SAMPLE_SIZE, Centering
 from tui_search.core.ranking.fusion import document_of
 from tui_search.core.ranking.policy import Rules
 from tui_search.core.ranking.softmatch import query_token_weights, soft_match_score_sets
-from tui_search.core.store import vector_key
+from tui_search.core.records import vector_key
 
 #: Distinct-token arrays kept for soft matching, by chunk content hash (~0.5 KB each).
 TOKEN_CACHE_SIZE = 50_000

@@ -1,4 +1,5 @@
-"""The help screen: every key binding, by where it works."""
+"""The help screen: the query language's operators with an example each, then every key
+binding by where it works. Long lines wrap under their description, not at the margin."""
 
 from __future__ import annotations
 
@@ -11,20 +12,45 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+#: Every query-language operator (``core.query.FIELDS`` and the boolean syntax) with what it
+#: does and an example (docs/query-language.md has the details).
+OPERATORS: list[tuple[str, str, str]] = [
+    ("words", "ranked by meaning and keywords; not all required", "connection pool sizing"),
+    ('"phrase"', "the exact phrase (stemmed)", '"connection pool"'),
+    ("AND  OR  NOT", "boolean operators, uppercase", "postgres AND backup NOT draft"),
+    ("+word", "the word is required; the others still rank", "+pgbouncer pool sizing"),
+    ("-word", "the word is excluded (like NOT)", "backup -postgres"),
+    ("( … )", "group", "(tag:adr OR tag:runbook) AND postgres"),
+    ("tag:  #", "sections with a tag (nested tags too)", "tag:postgres   #ops"),
+    ("path:", "a glob over paths, or text in the path", "path:guides/*.md"),
+    ("in:", "files in a folder and its subfolders", "in:runbooks"),
+    ("under:", "below a folder, or a document's parent: tree", "under:guides"),
+    ("children:", "directly in a folder, or a document's children", "children:guides"),
+    ("similar:", "semantic search for a text", 'similar:"bring the database back"'),
+    ("like:", "documents like a document", "like:runbooks/restore-backup"),
+    ("related:", "documents a link away (both directions)", "related:guides/setup"),
+    ("depth:", "how many links away related: goes (1-10)", "related:guides/setup depth:2"),
+    ("mode:", "this query's mode: hybrid, keyword or semantic", "mode:keyword"),
+    ("weights:", "keyword and semantic weights for this query", "weights:0.3,0.7"),
+    ("explain:", "each result's component scores", "explain:true"),
+]
+
 HELP_SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
     (
         "Anywhere",
         [
             ("ctrl+g", "switch flat / grouped-by-document results"),
             ("ctrl+t", "cycle search mode: hybrid → keyword → semantic"),
+            ("ctrl+o", "compact view: one line per result (remembered per workspace)"),
+            ("f9", "results pane width: 30 → 45 → 60 → 75% (remembered per workspace)"),
             ("ctrl+r", "re-index the workspace"),
             ("ctrl+l", "filter by link community (searches only its documents; clear it there)"),
             ("f3", "index status: figures, watcher, skipped files (enter opens one), ignore rules"),
             ("f4", 'show / hide the near-duplicates of a result ("+N similar")'),
-            ("f2", "explain view: why the selected result ranks (scores, ranks, weights)"),
+            ("f2", "explain view: why the selected result ranks, each factor in a sentence"),
             ("f5 / f6", "keyword weight down / up (hybrid fusion; results re-rank)"),
             ("f7 / f8", "soft-match share of the semantic side down / up"),
-            ("ctrl+p", "command palette (reindex, mode, theme, grouping, community, weights)"),
+            ("ctrl+p", "command palette: every action (explain, copy, views, mode, theme, ...)"),
             ("tab / shift+tab", "next / previous pane"),
             ("escape", "back to the query"),
             ("f1 or ?", "this help (? outside the query bar)"),
@@ -48,6 +74,7 @@ HELP_SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
             ("enter", "focus the preview at the selected section"),
             ("e", "open the section in $EDITOR at its line (re-indexes on return)"),
             ("y", "copy the section id"),
+            ("c", "copy the section and its neighbours as context for an LLM (path:line cited)"),
             ("l", "links of the previewed document: links to / linked from, enter follows"),
         ],
     ),
@@ -57,7 +84,7 @@ HELP_SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
             ("up / down, j / k, space", "scroll"),
             ("m", "render more of a long document"),
             ("s", "scroll back to the selected section"),
-            ("e / y", "edit / copy the shown section"),
+            ("e / y / c", "edit / copy the id of / copy as context the shown section"),
             ("l", "pick a link or backlink and show that document here (at its anchor)"),
             ("backspace or b", "back to the document shown before following a link"),
         ],
@@ -76,6 +103,13 @@ HELP_SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
         [
             ("up / down, enter", "choose"),
             ("escape", "close without choosing"),
+        ],
+    ),
+    (
+        "Picker (tui-search pick)",
+        [
+            ("enter", "print the selected result (path:line) and exit 0"),
+            ("escape", "exit 1, printing nothing"),
         ],
     ),
     (
@@ -102,13 +136,47 @@ def binding_ids() -> list[tuple[str, str, str]]:
     return out
 
 
-def help_content(keymap: dict[str, str] | None = None) -> Content:
-    """Every key by where it works, then the binding ids for ``[keymap]`` (remapped ones marked)."""
-    parts: list[Content] = []
+KEY_WIDTH = 30
+
+
+def _wrapped(key: Content, what: Content, width: int | None) -> Content:
+    """``  key  what`` with ``what`` wrapped to ``width`` under itself (hanging indent)."""
+    indent = 2 + key.cell_length
+    if width is None or width - indent < 20:
+        return Content.assemble("  ", key, what)
+    lines = what.wrap(width - indent)
+    pad = Content(" " * indent)
+    first = Content.assemble("  ", key, lines[0] if lines else Content(""))
+    return Content("\n").join([first, *(pad + line for line in lines[1:])])
+
+
+def help_content(keymap: dict[str, str] | None = None, width: int | None = None) -> Content:
+    """The operators, every key by where it works, then the binding ids for ``[keymap]``
+    (remapped ones marked); descriptions wrap under themselves at ``width``."""
+    parts: list[Content] = [Content.styled("Query language", "bold $accent")]
+    for op, what, example in OPERATORS:
+        parts.append(
+            _wrapped(
+                Content.styled(f"{op:<{KEY_WIDTH}}", "bold $primary"),
+                Content.assemble(what, ("  e.g. ", "$text-muted"), (example, "$secondary")),
+                width,
+            )
+        )
+    parts.append(
+        Content.styled(
+            "  In the query bar, right arrow takes a suggested tag, folder or document.",
+            "$text-muted",
+        )
+    )
+    parts.append(Content(""))
     for title, rows in HELP_SECTIONS:
         parts.append(Content.styled(title, "bold $accent"))
         for key, what in rows:
-            parts.append(Content.assemble("  ", (f"{key:<30}", "bold $primary"), what))
+            parts.append(
+                _wrapped(
+                    Content.styled(f"{key:<{KEY_WIDTH}}", "bold $primary"), Content(what), width
+                )
+            )
         parts.append(Content(""))
     parts.append(Content.styled("Remapping keys", "bold $accent"))
     parts.append(
@@ -122,8 +190,10 @@ def help_content(keymap: dict[str, str] | None = None) -> Content:
         now = keymap.get(ident)
         shown = f"{now} (was {key})" if now else key
         parts.append(
-            Content.assemble(
-                "  ", (f"{ident:<22}", "bold $primary"), (f"{shown:<22}", "$secondary"), what
+            _wrapped(
+                Content.assemble((f"{ident:<22}", "bold $primary"), (f"{shown:<22}", "$secondary")),
+                Content(what),
+                width,
             )
         )
     parts.append(Content(""))
@@ -142,5 +212,20 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-box"):
-            yield Static(Content.styled("tui-search — keys", "bold $primary"), id="help-title")
+            yield Static(
+                Content.styled("tui-search — query language and keys", "bold $primary"),
+                id="help-title",
+            )
             yield Static(help_content(self.keymap), id="help-body")
+
+    def on_resize(self) -> None:
+        self._wrap()
+
+    def on_mount(self) -> None:
+        self.call_after_refresh(self._wrap)
+
+    def _wrap(self) -> None:
+        body = self.query_one("#help-body", Static)
+        width = body.content_region.width
+        if width:
+            body.update(help_content(self.keymap, width))

@@ -27,11 +27,12 @@ from tui_search.config import save_config_values
 from tui_search.core.errors import ConfigError, TuiSearchError
 from tui_search.core.graph import Community
 from tui_search.core.plan import MODES
-from tui_search.core.results import FusionWeights, SearchResults
+from tui_search.core.results import FusionWeights, SearchResults, Vocabulary
 from tui_search.core.textsafe import sanitize_terminal
 from tui_search.ui.messages import SearchDone
 from tui_search.ui.screens.picker import community_picker, links_picker
 from tui_search.ui.search_request import SearchRequest
+from tui_search.ui.suggest import OperatorSuggester
 from tui_search.ui.widgets.explain import ExplainPanel
 from tui_search.ui.widgets.preview import PreviewPane
 from tui_search.ui.widgets.results import ResultsList, Selection
@@ -50,6 +51,11 @@ SETTLE_AFTER_RESULTS = 1.0
 clock = time.monotonic
 #: How much one key press moves a fusion weight.
 WEIGHT_STEP = 0.05
+#: Tokens of context ``c`` copies (the section, then its neighbours while they fit).
+COPY_TOKENS = 1500
+#: The results pane's widths (percent of the screen) that ``f9`` steps through.
+SPLITS = (30, 45, 60, 75)
+DEFAULT_SPLIT = 45
 
 
 class QueryInput(Input):
@@ -99,13 +105,16 @@ class SearchScreen(Screen[None]):
         Binding("ctrl+g", "toggle_group", "Group", priority=True, id="toggle-group"),
         Binding("ctrl+t", "cycle_mode", "Mode", priority=True, id="cycle-mode"),
         Binding("ctrl+r", "reindex", "Reindex", priority=True, show=False, id="reindex"),
-        Binding("escape", "focus_query", "Query", id="focus-query"),
-        Binding("e", "edit", "Edit", id="edit"),
-        Binding("y", "copy_id", "Copy id", id="copy-id"),
-        Binding("l", "links", "Links", id="links"),
-        Binding("ctrl+l", "community", "Community", priority=True, id="community"),
+        Binding("escape", "focus_query", "Query", show=False, id="focus-query"),
+        Binding("e", "edit", "Edit", show=False, id="edit"),
+        Binding("y", "copy_id", "Copy id", show=False, id="copy-id"),
+        Binding("c", "copy_context", "Copy context", show=False, id="copy-context"),
+        Binding("l", "links", "Links", show=False, id="links"),
+        Binding("ctrl+l", "community", "Community", priority=True, show=False, id="community"),
+        Binding("ctrl+o", "toggle_compact", "Compact", priority=True, id="toggle-compact"),
+        Binding("f9", "cycle_split", "Split", show=False, id="cycle-split"),
         Binding("f2", "toggle_explain", "Explain", id="explain"),
-        Binding("f4", "toggle_similar", "Similar", id="toggle-similar"),
+        Binding("f4", "toggle_similar", "Similar", show=False, id="toggle-similar"),
         Binding("f5", "keyword_weight(-1)", "kw−", show=False, id="keyword-weight-down"),
         Binding("f6", "keyword_weight(1)", "kw+", show=False, id="keyword-weight-up"),
         Binding("f7", "soft_share(-1)", "soft−", show=False, id="soft-share-down"),
@@ -122,6 +131,10 @@ class SearchScreen(Screen[None]):
     weights: var[FusionWeights | None] = var(None, init=False)
     #: The explain view (why the selected result ranks) is shown.
     explaining: var[bool] = var(False, init=False)
+    #: One line per hit (remembered per workspace).
+    compact: var[bool] = var(False, init=False)
+    #: The results pane's width in percent (remembered per workspace).
+    split: var[int] = var(DEFAULT_SPLIT, init=False)
 
     def __init__(self) -> None:
         super().__init__()
@@ -137,6 +150,8 @@ class SearchScreen(Screen[None]):
         self._recalled: str | None = None  # the query text a recall put in the bar
         self._index_started: float | None = None
         self._files_progress: tuple[int, int, str] | None = None
+        #: The index's tags, folders and documents for the query bar's completions.
+        self.vocabulary: Vocabulary | None = None
 
     @property
     def tui(self) -> TuiSearchApp:
@@ -156,6 +171,7 @@ class SearchScreen(Screen[None]):
                 placeholder="Search the workspace…  (f1 help, ctrl+p commands)",
                 id="query",
                 select_on_focus=False,
+                suggester=OperatorSuggester(lambda: self.vocabulary),
             )
         with Horizontal(id="panes"):
             with Vertical(id="results-pane"):
@@ -167,7 +183,8 @@ class SearchScreen(Screen[None]):
         with Horizontal(id="status-bar"):
             yield ProgressBar(id="progress", show_eta=False, show_percentage=True)
             yield StatusLine(id="status", show_timing=self.tui.show_timing)
-        yield Footer()
+        # the footer shows a few keys (the rest: f1 and ctrl+p); compact, so they fit 100 columns
+        yield Footer(compact=True)
 
     @property
     def query_input(self) -> QueryInput:
@@ -193,8 +210,16 @@ class SearchScreen(Screen[None]):
         self.query_one("#explain").display = False
         self.query_input.cursor_blink = self.tui.cursor_blink
         self.query_input.focus()
+        if self.tui.pick_query:
+            self.query_input.value = self.tui.pick_query
+            self.query_input.cursor_position = len(self.tui.pick_query)
         self.app.theme_changed_signal.subscribe(self, self._theme_changed)
         self.watch_mode(self.mode)
+        memory = self.tui.memory
+        self.set_reactive(SearchScreen.compact, memory.compact())
+        self.results.compact = self.compact
+        self.set_reactive(SearchScreen.split, memory.split() or DEFAULT_SPLIT)
+        self.query_one("#results-pane").styles.width = f"{self.split}%"
         self.set_results_message("Opening the index…")
         self.preview.show_message("The selected section is shown here.")
         self.tui.search_screen_mounted()
@@ -237,6 +262,29 @@ class SearchScreen(Screen[None]):
         self.query_one("#explain").display = explaining
         self._update_explain()
 
+    def watch_compact(self, compact: bool) -> None:
+        self.results.set_compact(compact)
+        try:
+            self.tui.memory.set_compact(compact)
+        except OSError as exc:
+            self.notify(f"cannot remember the view: {exc}", severity="warning", timeout=3)
+
+    def watch_split(self, split: int) -> None:
+        self.query_one("#results-pane").styles.width = f"{split}%"
+        if self.results.current is not None:
+            self.call_after_refresh(self.preview.schedule)  # re-wrapped to its new width
+        try:
+            self.tui.memory.set_split(split)
+        except OSError as exc:
+            self.notify(f"cannot remember the split: {exc}", severity="warning", timeout=3)
+
+    def action_toggle_compact(self) -> None:
+        self.compact = not self.compact
+
+    def action_cycle_split(self) -> None:
+        later = [s for s in SPLITS if s > self.split]
+        self.split = later[0] if later else SPLITS[0]
+
     def action_toggle_similar(self) -> None:
         if not self.results.toggle_similar():
             self.notify("The selected result has no near-duplicates.", timeout=2)
@@ -262,9 +310,7 @@ class SearchScreen(Screen[None]):
         parts: list[Content] = []
         if self._files_progress is not None and self._index_started is not None:
             note = progress_text(*self._files_progress, elapsed=clock() - self._index_started)
-            parts.append(
-                Content.styled(f"indexing: {note} — results cover what is indexed", "$warning")
-            )
+            parts.append(Content.styled(f"indexed so far: {note}", "$warning"))
         if results is not None and results.operators:
             ops = "  ".join(sanitize_terminal(o).replace("\n", " ") for o in results.operators)
             parts.append(Content.assemble(("applied ", "$text-muted"), (ops, "bold $accent")))
@@ -279,6 +325,7 @@ class SearchScreen(Screen[None]):
     # -- engine and index events (called by the app) -------------------------------------
     def engine_ready(self, engine: SearchEngine) -> None:
         self.preview.engine = engine
+        self.load_vocabulary()
         self.set_reactive(SearchScreen.weights, self.tui.remembered_weights(engine))
         self.status.update_state(weights=weights_label(self.weights, engine.soft_matching))
         if self.wants_search():
@@ -318,8 +365,15 @@ class SearchScreen(Screen[None]):
             bar.update(total=total, progress=done)
         else:
             bar.update(total=None)
-        label = f"indexing: {stage}" + (f" {done}/{total}" if total else "…")
-        self.status.update_state(indexing=label)
+        if overall is not None and overall[1]:
+            # what is searchable already: the files done and their sections ("<n> sections")
+            label = f"indexing {overall[0]}/{overall[1]} files"
+            counted = overall[2].split(" ", 1)[0]
+            chunks = int(counted) if counted.isdigit() else self.status.state.chunks
+            self.status.update_state(indexing=label, documents=overall[0], chunks=chunks)
+        else:
+            label = f"indexing: {stage}" + (f" {done}/{total}" if total else "…")
+            self.status.update_state(indexing=label)
         if overall is not None:
             text = progress_text(*overall, elapsed=now - self._index_started)
             if self.wants_search():
@@ -350,6 +404,7 @@ class SearchScreen(Screen[None]):
         """Re-run the query keeping the selection; re-render the preview if its file changed."""
         if changed is not None:
             self.preview.invalidate(changed)
+        self.load_vocabulary()
         self.rerun()
 
     def show_idle(self) -> None:
@@ -379,6 +434,18 @@ class SearchScreen(Screen[None]):
             )
         else:
             self.set_results_message("Indexing the workspace… you can start typing.")
+
+    @work(thread=True, exclusive=True, group="vocabulary", exit_on_error=False)
+    def load_vocabulary(self) -> None:
+        """Read the index's names for completions (a thread: ~0.4 s at 7,000 files)."""
+        engine = self.engine
+        if engine is None:
+            return
+        try:
+            vocabulary = engine.vocabulary()
+        except Exception:  # noqa: BLE001 - no completions until the next try
+            return
+        self.app.call_from_thread(setattr, self, "vocabulary", vocabulary)
 
     # -- searching ----------------------------------------------------------------------
     @on(Input.Changed, "#query")
@@ -572,14 +639,33 @@ class SearchScreen(Screen[None]):
         if entry is not None and entry.kind == "more":
             self.run_search(append=True)
             return
+        if entry is not None and entry.kind == "fold":
+            self.results.unfold()
+            self._selection_changed()
+            return
         self.remember_query()
+        if self.tui.picking:
+            self._pick()
+            return
         self.preview.focus()
 
     @on(Input.Submitted, "#query")
     def _submitted(self) -> None:
         self.remember_query()
+        if self.tui.picking:
+            self._pick()
+            return
         if self.results.current is not None:
             self.preview.focus()
+
+    def _pick(self) -> None:
+        """Picker mode: the selected result (a document's best passage) is the choice."""
+        entry = self.results.current
+        hit = entry.preview_hit if entry is not None else None
+        if hit is None:
+            self.notify("Nothing to pick: no result is selected.", severity="warning", timeout=2)
+            return
+        self.tui.pick(hit)
 
     def action_results_down(self) -> None:
         if not self.query_input.value.strip():
@@ -691,6 +777,9 @@ class SearchScreen(Screen[None]):
 
     # -- actions ------------------------------------------------------------------------
     def action_focus_query(self) -> None:
+        if self.tui.picking:  # escape leaves the picker with nothing chosen
+            self.tui.cancel_pick()
+            return
         self.query_input.focus()
 
     def action_toggle_group(self) -> None:
@@ -760,6 +849,44 @@ class SearchScreen(Screen[None]):
         self.remember_query()
         self.app.copy_to_clipboard(ident)
         self.notify(f"copied {sanitize_terminal(ident)}", timeout=2)
+
+    def action_copy_context(self) -> None:
+        """Copy the shown section with its neighbours, as markdown with ``path:line`` citations
+        (the reader the agent server's ``read`` uses), under ``COPY_TOKENS``."""
+        where = self.preview.shown_location()
+        if where is None or self.engine is None:
+            self.notify("Nothing selected.", severity="warning", timeout=2)
+            return
+        self.remember_query()
+        self._copy_context(where[2] or where[0])
+
+    @work(thread=True, exclusive=True, group="copy", exit_on_error=False, description="copy")
+    def _copy_context(self, target: str) -> None:
+        from tui_search.core.reading import as_markdown
+
+        engine = self.engine
+        assert engine is not None
+        try:
+            reading = engine.read(target, context="with_siblings", max_tokens=COPY_TOKENS)
+        except Exception as exc:  # noqa: BLE001 - shown in the UI
+            self.app.call_from_thread(
+                self.notify, sanitize_terminal(str(exc)), title="Copy", severity="error"
+            )
+            return
+        text = as_markdown(reading)
+        parts = len(reading.parts)
+
+        def done() -> None:
+            self.app.copy_to_clipboard(text)
+            self.notify(
+                f"copied {parts} section{'s' if parts != 1 else ''} of "
+                f"{sanitize_terminal(reading.file_path)}, {reading.tokens} tokens",
+                title="Copied as context",
+                markup=False,
+                timeout=3,
+            )
+
+        self.app.call_from_thread(done)
 
     def action_edit(self) -> None:
         where = self.preview.shown_location()

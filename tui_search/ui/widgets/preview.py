@@ -23,14 +23,17 @@ from textual.strip import Strip
 from textual.timer import Timer
 from textual.worker import get_current_worker
 
-from tui_search.core.chunking import slugify
+from tui_search.core.chunking import front_matter_lines, slugify
 from tui_search.core.errors import TuiSearchError
 from tui_search.core.snippets import Highlighter
 from tui_search.core.textsafe import sanitize_terminal
 from tui_search.ui.messages import PreviewReady
 from tui_search.ui.render import (
     DEFAULT_WINDOW,
+    EMBED_LINES,
     DocumentMeta,
+    Embedded,
+    EmbedResolver,
     LinkEntry,
     PreviewStyles,
     RenderedPreview,
@@ -41,8 +44,8 @@ from tui_search.ui.render import (
 
 if TYPE_CHECKING:
     from tui_search.core.engine import SearchEngine
+    from tui_search.core.records import FileRecord
     from tui_search.core.results import Hit
-    from tui_search.core.store import FileRecord
 
 PREVIEW_DEBOUNCE = 0.06
 #: How many followed links ``back`` remembers.
@@ -307,6 +310,7 @@ class PreviewPane(ScrollView, can_focus=True):
             meta=meta,
             styles=job.styles,
             window=self.window,
+            embed=embed_resolver(engine, path),
         )
 
     def on_preview_ready(self, message: PreviewReady) -> None:
@@ -411,6 +415,41 @@ class PreviewPane(ScrollView, can_focus=True):
         return [s.text for s in self._lines]
 
 
+def embed_resolver(engine: SearchEngine, path: str) -> EmbedResolver:
+    """Resolves ``![[note]]`` / ``![[note#heading]]`` / ``![[note#^block]]`` in ``path`` to
+    the embedded text (worker thread): the heading's section, the block's paragraph, or the
+    note's body, cut at ``EMBED_LINES``."""
+
+    def resolve(target: str, anchor: str) -> Embedded | None:
+        try:
+            doc = engine.graph().resolve(target, relative_to=path)
+            if doc is None:
+                return None
+            lines = engine.read_document(doc).replace("\r\n", "\n").split("\n")
+        except Exception:  # noqa: BLE001 - shown as an embed that was not found
+            return None
+        title = doc + (f"#{anchor}" if anchor else "")
+        if anchor.startswith("^"):  # a block reference: the paragraph that ends with it
+            found = [line for line in lines if line.rstrip().endswith(anchor)]
+            body = [found[0].rstrip()[: -len(anchor)].rstrip()] if found else []
+        elif anchor:
+            spans = [
+                SectionSpan(c.section_id, c.line_start, c.line_end) for c in engine.sections(doc)
+            ]
+            section = section_for_anchor(spans, engine.resolve_anchor(doc, anchor))
+            body = lines[section.line_start - 1 : section.line_end] if section else []
+        else:
+            body = lines[front_matter_lines("\n".join(lines)) :]
+        if not body:
+            return Embedded(title, f"*(no {anchor} in {doc})*")
+        if len(body) > EMBED_LINES:
+            left = len(body) - EMBED_LINES
+            body = [*body[:EMBED_LINES], "", f"*… {left} more lines in {doc}*"]
+        return Embedded(title, sanitize_terminal("\n".join(body)))
+
+    return resolve
+
+
 def section_for_anchor(sections: list[SectionSpan], anchor: str) -> SectionSpan | None:
     """The section a link's ``#anchor`` names (its id is ``<doc>:<slug>``), if any."""
     wanted = {anchor.strip().lower(), slugify(anchor)}
@@ -426,7 +465,8 @@ def link_entries(
     """Links to / linked from ``path`` (worker thread: the graph may be rebuilt here)."""
     try:
         graph = engine.graph()
-        resolved = [(r.link, r.target) for r in graph.links_of(path)]
+        # (attachments, images and PDFs, are not documents: not listed, not broken)
+        resolved = [(r.link, r.target) for r in graph.links_of(path) if not r.attachment]
         backlinks = [LinkEntry("from", p, graph.title(p)) for p in graph.linked_from(path)]
         title_of: Callable[[str], str] = graph.title
     except Exception:  # noqa: BLE001 - no graph: list the links as written, unresolved
