@@ -42,7 +42,7 @@ def old_encoder_class(commit: str) -> type:
     module = importlib.util.module_from_spec(spec)
     sys.modules["old_rerank"] = module  # (its dataclasses look their module up)
     spec.loader.exec_module(module)
-    return module.SentenceEncoder  # type: ignore[no-any-return]
+    return module.SentenceEncoder
 
 
 def section_texts(workspace: Path, limit: int) -> list[str]:
@@ -50,12 +50,14 @@ def section_texts(workspace: Path, limit: int) -> list[str]:
     from tui_search.core.engine import SearchEngine
     from tui_search.core.ranking.rerank import passage_text
 
-    with tempfile.TemporaryDirectory() as idx:
-        with SearchEngine(Settings(workspace=workspace, index_dir=Path(idx))) as engine:
-            engine.build()
-            records = list(itertools.islice(engine.all_sections(), limit))
-            chunks = engine.index.store.chunks_by_keys([r.key for r in records])
-            return [passage_text(c.title, c.heading_path, c.content) for c in chunks.values()]
+    with (
+        tempfile.TemporaryDirectory() as idx,
+        SearchEngine(Settings(workspace=workspace, index_dir=Path(idx))) as engine,
+    ):
+        engine.build()
+        records = list(itertools.islice(engine.all_sections(), limit))
+        chunks = engine.index.store.chunks_by_keys([r.key for r in records])
+        return [passage_text(c.title, c.heading_path, c.content) for c in chunks.values()]
 
 
 def main() -> int:

@@ -42,7 +42,7 @@ def build_graph(raw: dict[str, np.ndarray], cfg: dict[str, Any]) -> bytes:
     def fresh(prefix: str) -> str:
         return f"{prefix}_{next(names)}"
 
-    def const(value: np.ndarray) -> str:
+    def const(value: np.ndarray | np.floating[Any]) -> str:
         name = fresh("w")
         initializers.append(numpy_helper.from_array(np.ascontiguousarray(value), name))
         return name
