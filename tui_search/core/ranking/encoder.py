@@ -1,8 +1,9 @@
 """The re-ranker's sentence encoder: all-MiniLM-L6-v2 run by onnxruntime.
 
 The weights ship int8 in ``models/reranker`` (``scripts/build_reranker.py``); at load the
-graph is written out with ``onnx``'s own helpers from those weights, dequantised to float32,
-and handed to onnxruntime as bytes (no file is shipped or cached; the build costs ~0.2 s of
+graph is written out with ``onnx``'s own helpers from those weights (int8, each dense layer
+dequantised to float32 in the graph, which onnxruntime folds once) and handed to onnxruntime
+as bytes (no file is shipped or cached; the build costs ~0.2 s of
 CPU). Activations stay float32: dynamically quantised int8 activations were 2-3x cheaper but
 kept only a mean cosine of 0.994 with these vectors (``benchmarks/bench_rerank.py``).
 
@@ -60,8 +61,13 @@ def build_graph(raw: dict[str, np.ndarray], cfg: dict[str, Any]) -> bytes:
         gamma, beta = const(raw[prefix + ".weight"]), const(raw[prefix + ".bias"])
         return op("LayerNormalization", [x, gamma, beta], axis=-1, epsilon=eps)
 
-    def dense(x: str, w: np.ndarray, b: np.ndarray) -> str:
-        return op("Add", [op("MatMul", [x, const(w.T)]), const(b)])
+    def dense(x: str, names: list[str], b: np.ndarray) -> str:
+        """``x @ W.T + b``, ``W`` the int8 rows of ``names`` (stacked) times their scales: the
+        weights enter the graph int8 and onnxruntime folds them to float32 once, at load."""
+        rows = const(np.concatenate([raw[n] for n in names]).T)
+        scales = const(np.concatenate([raw[n + ".scale"] for n in names]))
+        w = op("Mul", [op("Cast", [rows], to=TensorProto.FLOAT), scales])
+        return op("Add", [op("MatMul", [x, w]), const(b)])
 
     # the token table stays int8 (11 MB): rows are scaled when looked up
     words = op("Gather", [const(raw["embeddings.word_embeddings.weight"]), "input_ids"])
@@ -87,7 +93,7 @@ def build_graph(raw: dict[str, np.ndarray], cfg: dict[str, Any]) -> bytes:
         parts = ("query", "key", "value")
         qkv = dense(
             x,
-            np.concatenate([weight(att + n + ".weight") for n in parts]),
+            [att + n + ".weight" for n in parts],
             np.concatenate([raw[att + n + ".bias"] for n in parts]),
         )
         # [batch, tokens, 3 x dim] -> 3 x [batch, heads, tokens, head_dim]
@@ -97,15 +103,15 @@ def build_graph(raw: dict[str, np.ndarray], cfg: dict[str, Any]) -> bytes:
         c = op("MatMul", [op("Softmax", [a], axis=-1), v])
         c = op("Reshape", [op("Transpose", [c], perm=[0, 2, 1, 3]), join_heads])
         out = dense(
-            c, weight(p + "attention.output.dense.weight"), raw[p + "attention.output.dense.bias"]
+            c, [p + "attention.output.dense.weight"], raw[p + "attention.output.dense.bias"]
         )
         x = norm(op("Add", [out, x]), p + "attention.output.LayerNorm")
-        m = dense(x, weight(p + "intermediate.dense.weight"), raw[p + "intermediate.dense.bias"])
+        m = dense(x, [p + "intermediate.dense.weight"], raw[p + "intermediate.dense.bias"])
         gelu = op(
             "Mul",
             [op("Mul", [m, half]), op("Add", [op("Erf", [op("Mul", [m, root_half])]), one])],
         )
-        out = dense(gelu, weight(p + "output.dense.weight"), raw[p + "output.dense.bias"])
+        out = dense(gelu, [p + "output.dense.weight"], raw[p + "output.dense.bias"])
         x = norm(op("Add", [out, x]), p + "output.LayerNorm")
     pooled = op("ReduceMean", [x], axes=[1], keepdims=0)
     graph = helper.make_graph(
