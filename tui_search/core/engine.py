@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import contextlib
-import functools
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from tui_search.core import paging
 from tui_search.core.embedding import Embedder, Model2VecEmbedder, TokenEmbedder
 from tui_search.core.errors import IndexBusyError, ModelError, QueryError
-from tui_search.core.index import SearchIndex
+from tui_search.core.index import SearchIndex, foreground
 from tui_search.core.indexer import Indexer
 from tui_search.core.options import CoreSettings
 from tui_search.core.plan import Mode, QueryPlan, as_mode
@@ -44,23 +42,6 @@ if TYPE_CHECKING:
 FIRST_INDEX_BATCH = 200
 #: How many of the closest results a search that matches nothing shows ("no match").
 CLOSEST = 3
-
-P = ParamSpec("P")
-R = TypeVar("R")
-
-
-def _foreground(
-    method: Callable[Concatenate[SearchEngine, P], R],
-) -> Callable[Concatenate[SearchEngine, P], R]:
-    """A search: background work of the index (decoding postings tables) steps aside while it
-    runs (``FastBM25.searching``)."""
-
-    @functools.wraps(method)
-    def run(self: SearchEngine, *args: P.args, **kwargs: P.kwargs) -> R:
-        with self.index.lexical.searching():
-            return method(self, *args, **kwargs)
-
-    return run
 
 
 class SearchEngine:
@@ -293,7 +274,7 @@ class SearchEngine:
     def embed_query(self, text: str) -> Any:
         return self.retriever.embed_query(text)
 
-    @_foreground
+    @foreground
     def rank(
         self,
         query: str | QueryPlan,
@@ -330,7 +311,7 @@ class SearchEngine:
             return Highlighter(())
         return Highlighter(results.terms, results.identifiers)
 
-    @_foreground
+    @foreground
     def search(
         self,
         query: str | QueryPlan,
@@ -354,9 +335,7 @@ class SearchEngine:
         started = time.perf_counter()
         params = params or self.params
         if weights is not None:
-            params = replace(
-                params, keyword_weight=weights.keyword_weight, soft_match_share=weights.soft_share
-            )
+            params = params.with_weights(weights.keyword_weight, weights.soft_share)
         plan = self.plan(query) if isinstance(query, str) else query
         if scope is not None:
             plan = plan.with_scope(frozenset(scope))
@@ -378,25 +357,18 @@ class SearchEngine:
             limit=limit,
             per_doc=self.settings.passages_per_document,
         )
-        # full records and snippets only for the rows shown
-        # nothing matches: the closest few are shown under "no match", never counted
-        near = (
-            paging.closest(ranking, self.index.doc_paths(), min(limit, CLOSEST))
-            if page.results == 0 and offset == 0
-            else []
-        )
-        records = self.index.store.chunks_by_keys(s.key for s in [*page.shown, *near])
-        maker = paging.HitMaker(
-            records,
-            Highlighter(plan.highlight_terms, plan.identifiers),
-            snippet_chars or self.settings.snippet_chars,
+        hits, documents, nearest = paging.rows_of(
+            page,
             ranking,
-            explain or plan.explain,
+            self.index.store,
+            self.index.doc_paths(),
+            Highlighter(plan.highlight_terms, plan.identifiers),
+            snippet_chars=snippet_chars or self.settings.snippet_chars,
+            explain=explain or plan.explain,
+            group=group,
+            nearest=min(limit, CLOSEST) if offset == 0 else 0,
         )
-        hits, documents = maker.rows(page.without(records), group=group)
-        nearest = tuple(maker.hit(s) for s in near if s.key in records)
         has_more = offset + limit < page.total
-        rerank = ranking.rerank
         return SearchResults(
             query=plan.text,
             mode=run_mode,
@@ -414,7 +386,7 @@ class SearchEngine:
             soft_share=ranking.steps.soft_share if ranking.steps is not None else 0.0,
             operators=plan.operators,
             duplicate_groups=paging.duplicate_groups(hits) if collapse_duplicates else (),
-            reranked=rerank is not None and rerank.applied,
-            rerank_pending=0 if rerank is None or rerank.applied else rerank.missing,
+            reranked=ranking.rerank is not None and ranking.rerank.applied,
+            rerank_pending=ranking.rerank_pending,
             closest=nearest,
         )

@@ -18,14 +18,15 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import os
 import shutil
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Concatenate, ParamSpec, Protocol, TypeVar
 
 from tui_search.core.embedding import Embedder
 from tui_search.core.errors import IndexBusyError, IndexError_
@@ -125,6 +126,30 @@ def _store_when_free(path: Path, wait: float = 30.0) -> Store:
             if ("locked" not in message and "busy" not in message) or time.monotonic() > deadline:
                 raise
             time.sleep(0.05)
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class _OwnsIndex(Protocol):
+    @property
+    def index(self) -> SearchIndex: ...
+
+
+S = TypeVar("S", bound=_OwnsIndex)
+
+
+def foreground(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P], R]:
+    """Mark a search: the index's background work (decoding postings tables) steps aside
+    while it runs (``FastBM25.searching``)."""
+
+    @functools.wraps(method)
+    def run(self: S, *args: P.args, **kwargs: P.kwargs) -> R:
+        with self.index.lexical.searching():
+            return method(self, *args, **kwargs)
+
+    return run
 
 
 class SearchIndex:

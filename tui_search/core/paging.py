@@ -23,6 +23,7 @@ from tui_search.core.ranking.retriever import Ranking
 from tui_search.core.records import ChunkRecord
 from tui_search.core.results import DocumentGroup, Hit
 from tui_search.core.snippets import Highlighter
+from tui_search.core.store import Store
 
 #: A page grouped by file: (file path, its passages shown, how many results the file has).
 Group = tuple[str, list[Scored], int]
@@ -226,6 +227,28 @@ class HitMaker:
             for path, items, count in page.groups
         )
         return (), documents
+
+
+def rows_of(
+    page: Page,
+    ranking: Ranking,
+    store: Store,
+    doc_paths: Mapping[str, str],
+    highlighter: Highlighter,
+    *,
+    snippet_chars: int,
+    explain: bool,
+    group: bool,
+    nearest: int,
+) -> tuple[tuple[Hit, ...], tuple[DocumentGroup, ...] | None, tuple[Hit, ...]]:
+    """The page's hits (and groups), and, when nothing matches, up to ``nearest`` closest
+    rows that are shown under "no match" and never counted. Full records and snippets are
+    read for the rows shown only."""
+    near = closest(ranking, doc_paths, nearest) if page.results == 0 and nearest else []
+    records = store.chunks_by_keys(s.key for s in [*page.shown, *near])
+    maker = HitMaker(records, highlighter, snippet_chars, ranking, explain)
+    hits, documents = maker.rows(page.without(records), group=group)
+    return hits, documents, tuple(maker.hit(s) for s in near if s.key in records)
 
 
 def duplicate_groups(hits: Iterable[Hit]) -> tuple[tuple[int, ...], ...]:

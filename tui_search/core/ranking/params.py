@@ -166,6 +166,10 @@ class RankingParams:
     def replace(self, **changes: Any) -> RankingParams:
         return dataclasses.replace(self, **changes)
 
+    def with_weights(self, keyword_weight: float, soft_share: float) -> RankingParams:
+        """These knobs with the user's two fusion weights (the app's f5-f8, a saved choice)."""
+        return self.replace(keyword_weight=keyword_weight, soft_match_share=soft_share)
+
     def hybrid_keyword_weight(self, soft: bool) -> float:
         """The configured keyword weight, else the tuned default for the semantic side in
         use (with or without soft matching)."""

@@ -108,6 +108,12 @@ class Ranking:
     #: rows are keyword matches, always.
     matches: frozenset[str] | None = None
 
+    @property
+    def rerank_pending(self) -> int:
+        """Head sections still waiting for their re-ranker vector (0 once re-ranked)."""
+        rerank = self.rerank
+        return 0 if rerank is None or rerank.applied else rerank.missing
+
     def is_match(self, key: str) -> bool:
         """Whether the result ``key`` (a chunk key) matches the query."""
         return self.matches is None or section_of(key) in self.matches
