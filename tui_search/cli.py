@@ -71,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_index.add_argument(
         "--rerank",
         action="store_true",
-        help="also make every re-ranker vector now (~40 sections/s on one core; otherwise searches make "
+        help="also make every re-ranker vector now (~17 sections/s; otherwise searches make "
         "the ones they need, or the app makes them in the background)",
     )
 

@@ -166,7 +166,7 @@ class SearchEngine:
         pause_after_search: float = 1.0,
     ) -> int:
         """Make up to ``batch`` of the re-ranker's missing section vectors (a background
-        worker's job: ~25 ms of one core each); how many were made, 0 when none is missing or the
+        worker's job: ~37 ms each); how many were made, 0 when none is missing or the
         re-ranker is off."""
         if self.reranker is None:
             return 0

@@ -15,10 +15,6 @@ only asyncio's own decorator marks other functions as coroutines. The placeholde
 ``sys.modules`` when the libraries are imported, so a later ``import asyncio`` anywhere gets
 the real package. A package already imported (the app imports ``asyncio`` with Textual first)
 is used as it is. Lexical, BM25 and vector modules import this module before those libraries.
-
-usearch loads its ``numkong`` kernels with ``RTLD_GLOBAL``; onnxruntime (the re-ranker's
-encoder), imported after it, then crashes in its C++ static initialisers unless the C++ runtime
-is already loaded globally: it is loaded first here (``_preload_cxx_runtime``).
 """
 
 from __future__ import annotations
@@ -80,17 +76,6 @@ def deferred_imports(modules: dict[str, dict[str, Callable[..., Any] | None]]) -
             if sys.modules.get(name) is stub:
                 del sys.modules[name]
 
-
-def _preload_cxx_runtime() -> None:
-    """Load the system's C++ runtime with ``RTLD_GLOBAL`` (Linux; elsewhere nothing)."""
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        with contextlib.suppress(OSError):
-            ctypes.CDLL("libstdc++.so.6", mode=ctypes.RTLD_GLOBAL)
-
-
-_preload_cxx_runtime()
 
 with deferred_imports(
     {

@@ -337,7 +337,7 @@ class TuiSearchApp(App[int]):
         ).start()
 
     def _rerank_fill(self, engine: SearchEngine) -> None:
-        """Background thread: make every missing re-ranker vector (~25 ms each, stepping aside
+        """Background thread: make every missing re-ranker vector (~37 ms each, stepping aside
         while the user searches), then wait until the index changes. Until a search's head has
         its vectors, that search keeps the static order (``SearchEngine(rerank_waits=False)``)."""
         stop = self._cancel_index.is_set

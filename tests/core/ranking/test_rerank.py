@@ -195,9 +195,6 @@ class _KeywordEncoder:
         v = np.array([1.0, 0.0] if "audit" in text.lower() else [0.0, 1.0], np.float32)
         return v
 
-    def encode_many(self, texts: list[str]) -> np.ndarray:
-        return np.stack([self.encode(t) for t in texts])
-
 
 def test_mixing_moves_the_heads_order_and_keeps_it_above_the_rest(tmp_path: Path) -> None:
     engine = _engine(tmp_path)
@@ -308,12 +305,3 @@ def test_the_app_encodes_the_question_early_only_while_heads_have_their_vectors(
     assert engine.search(QUESTION).reranked  # encoded after the arms, the head being complete
     assert isinstance(rr.start(QUESTION), Future)  # and early again from now on
     engine.close()
-
-
-def test_a_batch_of_mixed_lengths_gives_each_text_its_own_vector(encoder: SentenceEncoder) -> None:
-    texts = ["audit log", "Every login is written to the audit log.", "pages", "audit log", ""]
-    together = encoder.encode_many(texts)
-    for text, vec in zip(texts, together, strict=True):
-        assert float(vec @ encoder.encode(text)) > 0.99999
-    assert np.allclose(np.linalg.norm(together, axis=1), 1.0, atol=1e-5)
-    assert float(together[0] @ together[1]) > float(together[0] @ together[2])

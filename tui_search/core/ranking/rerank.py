@@ -11,24 +11,23 @@ where ``cos'`` is the cosine min-max normalised over the head; ``depth`` and ``w
 ``RankingParams.rerank_depth`` and ``rerank_weight`` (docs/ranking.md#re-ranker).
 
 Costs, and how they are kept off the user's path:
-- a section's vector takes ~10-35 ms of one core (onnxruntime, ``core.ranking.encoder``;
-  the numpy forward pass it replaces took ~57 ms on one core, and ~10x that in CPU when its
-  BLAS spread over busy cores). Vectors are content-addressed (``rerank_vectors``, by the
-  chunk's content hash) and made either on demand (one-shot searches: the CLI, eval, MCP) or
-  by :meth:`Reranker.fill` in the background (the app), which also picks up what the watcher
-  changed. Until every section of a head has its vector, a search that may not wait keeps the
-  static order.
+- a section's vector takes ~37 ms (128 tokens, two cores), so vectors are never made by the
+  indexer. They are content-addressed (``rerank_vectors``, by the chunk's content hash) and
+  made either on demand (one-shot searches: the CLI, eval, MCP) or by :meth:`Reranker.fill`
+  in the background (the app), which also picks up what the watcher changed. Until every
+  section of a head has its vector, a search that may not wait keeps the static order.
 - the question's vector (~5-10 ms) is encoded while the arms are searched
   (:meth:`Reranker.start`).
 
-No torch: the encoder's graph is written from the shipped int8 weights at load (float32
-activations); its vectors match the numpy forward pass to a cosine of 1.00000 and
-sentence-transformers' to 0.9993 on average (int8 weights).
+Numpy and ``tokenizers`` only (no torch): the forward pass is written out below; its vectors
+match sentence-transformers' to a cosine of 0.9993 on average (int8 weights; 1.000000 with the
+float weights, measured against sentence-transformers when the encoder was built).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 import threading
 import time
@@ -42,7 +41,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from tui_search.core.chunking import embedding_text
-from tui_search.core.ranking.encoder import DEFAULT_RERANKER_DIR, SentenceEncoder
+from tui_search.core.errors import ModelError
 from tui_search.core.ranking.params import RankingParams
 from tui_search.core.records import VECTOR_DTYPE
 
@@ -50,6 +49,111 @@ if TYPE_CHECKING:
     from tui_search.core.ranking.fusion import Scored
     from tui_search.core.records import ChunkRecord
     from tui_search.core.store import Store
+
+DEFAULT_RERANKER_DIR = Path(__file__).resolve().parent.parent.parent / "models" / "reranker"
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    """Abramowitz and Stegun 7.1.26 (error below 1.5e-7): numpy has no erf."""
+    s = np.sign(x)
+    a = np.abs(x)
+    t = 1.0 / (1.0 + 0.3275911 * a)
+    y = 1.0 - (
+        ((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736) * t + 0.254829592
+    ) * t * np.exp(-a * a)
+    return (s * y).astype(np.float32, copy=False)
+
+
+class SentenceEncoder:
+    """all-MiniLM-L6-v2 with numpy: mean-pooled, unit-length sentence vectors."""
+
+    def __init__(self, folder: Path = DEFAULT_RERANKER_DIR) -> None:
+        from safetensors.numpy import load_file
+        from tokenizers import Tokenizer
+
+        try:
+            raw = load_file(str(folder / "model.safetensors"))
+            cfg = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+            self._tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        except (OSError, ValueError, KeyError) as exc:
+            raise ModelError(f"cannot load the re-ranker's encoder from {folder}: {exc}") from exc
+        self.max_length = int(cfg["max_length"])
+        self._tok.enable_truncation(self.max_length)
+        self._tok.no_padding()
+        self.layers = int(cfg["num_hidden_layers"])
+        self.heads = int(cfg["num_attention_heads"])
+        self.eps = float(cfg.get("layer_norm_eps", 1e-12))
+        self.dim = int(cfg["hidden_size"])
+
+        def weight(name: str) -> np.ndarray:
+            """A 2-D weight back to float32 from its int8 rows and their scales."""
+            return raw[name].astype(np.float32) * raw[name + ".scale"][:, None]
+
+        # the token table stays int8 (11 MB): rows are scaled when looked up
+        self._words = raw["embeddings.word_embeddings.weight"]
+        self._word_scale = raw["embeddings.word_embeddings.weight.scale"]
+        self._positions = weight("embeddings.position_embeddings.weight")
+        self._type0 = weight("embeddings.token_type_embeddings.weight")[0]
+        self._emb_norm = (raw["embeddings.LayerNorm.weight"], raw["embeddings.LayerNorm.bias"])
+        self._layers: list[dict[str, np.ndarray]] = []
+        for i in range(self.layers):
+            p = f"encoder.layer.{i}."
+            att = p + "attention.self."
+            self._layers.append(
+                {
+                    "qkv": np.ascontiguousarray(
+                        np.concatenate(
+                            [weight(att + n + ".weight").T for n in ("query", "key", "value")],
+                            axis=1,
+                        )
+                    ),
+                    "qkv_b": np.concatenate(
+                        [raw[att + n + ".bias"] for n in ("query", "key", "value")]
+                    ),
+                    "out": np.ascontiguousarray(weight(p + "attention.output.dense.weight").T),
+                    "out_b": raw[p + "attention.output.dense.bias"],
+                    "n1_w": raw[p + "attention.output.LayerNorm.weight"],
+                    "n1_b": raw[p + "attention.output.LayerNorm.bias"],
+                    "up": np.ascontiguousarray(weight(p + "intermediate.dense.weight").T),
+                    "up_b": raw[p + "intermediate.dense.bias"],
+                    "down": np.ascontiguousarray(weight(p + "output.dense.weight").T),
+                    "down_b": raw[p + "output.dense.bias"],
+                    "n2_w": raw[p + "output.LayerNorm.weight"],
+                    "n2_b": raw[p + "output.LayerNorm.bias"],
+                }
+            )
+
+    def _norm(self, x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+        mu = x.mean(-1, keepdims=True)
+        d = x - mu
+        var = (d * d).mean(-1, keepdims=True)
+        return d / np.sqrt(var + self.eps) * w + b
+
+    def encode(self, text: str) -> np.ndarray:
+        """The unit vector of ``text`` (cut to ``max_length`` tokens)."""
+        ids = np.asarray(self._tok.encode(text).ids, dtype=np.int64)
+        n, h = len(ids), self.heads
+        d = self.dim // h
+        x = self._words[ids].astype(np.float32) * self._word_scale[ids, None]
+        x = self._norm(x + self._positions[:n] + self._type0, *self._emb_norm)
+        scale = np.float32(1.0 / math.sqrt(d))
+        for L in self._layers:
+            qkv = x @ L["qkv"] + L["qkv_b"]
+            q, k, v = (
+                qkv[:, j * self.dim : (j + 1) * self.dim].reshape(n, h, d).transpose(1, 0, 2)
+                for j in range(3)
+            )
+            a = (q @ k.transpose(0, 2, 1)) * scale
+            a = np.exp(a - a.max(-1, keepdims=True))
+            a /= a.sum(-1, keepdims=True)
+            c = (a @ v).transpose(1, 0, 2).reshape(n, self.dim)
+            x = self._norm(c @ L["out"] + L["out_b"] + x, L["n1_w"], L["n1_b"])
+            m = x @ L["up"] + L["up_b"]
+            m = 0.5 * m * (1.0 + _erf(m * np.float32(1.0 / math.sqrt(2.0))))
+            x = self._norm(m @ L["down"] + L["down_b"] + x, L["n2_w"], L["n2_b"])
+        pooled = x.mean(0)
+        return (pooled / max(float(np.linalg.norm(pooled)), 1e-12)).astype(np.float32)
+
 
 #: How ``passage_text`` and the pooling make a vector (with the encoder's config, the recipe
 #: the stored vectors are checked against: vectors made otherwise are dropped).
@@ -232,10 +336,12 @@ class Reranker:
         return np.array([float(vectors[hashes[key]] @ q) for key in keys]), len(missing)
 
     def _encode_chunks(self, chunks: Iterable[ChunkRecord]) -> dict[str, np.ndarray]:
-        texts: dict[str, str] = {}
+        made: dict[str, np.ndarray] = {}
         for c in chunks:
-            texts.setdefault(c.content_hash, passage_text(c.title, c.heading_path, c.content))
-        made = dict(zip(texts, self.encoder.encode_many(list(texts.values())), strict=True))
+            if c.content_hash not in made:
+                made[c.content_hash] = self._encode(
+                    passage_text(c.title, c.heading_path, c.content)
+                )
         if made:
             try:
                 self.store.put_rerank_vectors(made.items())
@@ -274,12 +380,16 @@ class Reranker:
                 row = self._pending.pop(0)
                 if row[0] not in seen:
                     rows.append(row)
-        while time.monotonic() - self.last_search < pause_after_search and not should_stop():
-            time.sleep(0.05)
         made: list[tuple[str, np.ndarray]] = []
-        if rows and not should_stop():
-            texts = [passage_text(t, tuple(json.loads(hp)), c) for _, t, hp, c in rows]
-            made = list(zip([r[0] for r in rows], self.encoder.encode_many(texts), strict=True))
+        for content_hash, title, heading_path, content in rows:
+            while time.monotonic() - self.last_search < pause_after_search:
+                if should_stop():
+                    break
+                time.sleep(0.05)
+            if should_stop():
+                break
+            text = passage_text(title, tuple(json.loads(heading_path)), content)
+            made.append((content_hash, self._encode(text)))
         if made:
             self.store.put_rerank_vectors(made)
         elif not rows:  # all made: drop the vectors of texts no section has any more
