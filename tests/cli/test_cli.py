@@ -174,7 +174,10 @@ def test_console_entry_flushes_everything_and_keeps_the_exit_code(ws: Path, tmp_
     """The entry point leaves with os._exit (no interpreter teardown): a long output still
     arrives whole through a pipe, and a failing command still reports and exits non-zero."""
     where = ["--workspace", str(ws), "--index-dir", str(tmp_path / "p")]
-    big = _cli_process("search", "the", "--json", "--limit", "200", "--explain", *where)
+    words = "data OR service OR api OR backup OR index OR key OR user OR file OR error OR time"
+    big = _cli_process(
+        "search", words, "--mode", "keyword", "--json", "--limit", "200", "--explain", *where
+    )
     assert big.returncode == 0, big.stderr
     assert len(big.stdout) > 65_536  # more than a pipe buffer
     assert json.loads(big.stdout)["results"]
