@@ -113,11 +113,11 @@ def test_known_fields_only() -> None:
 
 
 def test_quoted_field_values_and_hashtags() -> None:
-    toks = tokenize('similar:"how do backups work" #storage/s3 issue #7')
+    toks = tokenize('similar:"how do backups work" #storage/s3 ticket #7')
     assert [(t.kind, t.name, t.text) for t in toks] == [
         ("FIELD", "similar", "how do backups work"),
         ("FIELD", "tag", "storage/s3"),
-        ("WORD", "", "issue"),
+        ("WORD", "", "ticket"),
         ("WORD", "", "#7"),
     ]
 

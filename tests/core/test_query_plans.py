@@ -58,7 +58,7 @@ NATURAL = [
     "Results: mice in vitro; note: related work by foo:bar and C# code",
     "How does getUserById handle lumen.storage.s3 keys in snake_case_names?",
     "glucose restriction to 0.05% reduces RLS (replicative life span) by 20-40%",
-    "issue #7 and 10% of cases -- or more",
+    "ticket #7 and 10% of cases -- or more",
 ]
 
 
