@@ -15,7 +15,7 @@ _CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 #: the zero-width space, word joiner and invisible operators, the BOM, blank fillers. Removed.
 #: The zero-width (non-)joiners stay: emoji sequences and Persian or Indic words need them,
 #: and they reorder nothing.
-_INVISIBLE_RE = re.compile(
+INVISIBLE_RE = re.compile(
     "[\u061c\u115f\u1160\u180e\u200b\u200e\u200f\u202a-\u202e\u2060-\u2064"
     "\u2066-\u206f\u3164\ufeff\uffa0]"
 )
@@ -28,7 +28,7 @@ def sanitize_terminal(text: str) -> str:
     """Remove escape sequences and invisible direction or zero-width characters; show other
     control characters as visible placeholders (line breaks and tabs are kept)."""
     text = ANSI_RE.sub("", text)
-    text = _INVISIBLE_RE.sub("", text)
+    text = INVISIBLE_RE.sub("", text)
     text = _SEPARATOR_RE.sub(" ", text)
     return _CONTROL_RE.sub(lambda m: "\ufffd" if m.group(0) not in "\r" else " ", text)
 
@@ -44,7 +44,7 @@ def sanitize_terminal_in_place(text: str) -> str:
     an escape sequence becomes spaces of its length, an invisible or separator character a
     space, a control character one placeholder."""
     text = ANSI_RE.sub(lambda m: " " * len(m.group(0)), text)
-    text = _INVISIBLE_RE.sub(" ", text)
+    text = INVISIBLE_RE.sub(" ", text)
     text = _SEPARATOR_RE.sub(" ", text)
     return _CONTROL_RE.sub(lambda m: "\ufffd" if m.group(0) not in "\r" else " ", text)
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 import re
 
 from tui_search.core.results import Snippet
-from tui_search.core.textsafe import ANSI_RE, sanitize_terminal
+from tui_search.core.textsafe import ANSI_RE, INVISIBLE_RE, sanitize_terminal
 
-# bidi embeddings, overrides and isolates; zero-width spaces and joiners; the word joiner and
-# invisible operators; the byte-order mark; the Arabic letter mark
-_INVISIBLE_RE = re.compile("[\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
+# ``sanitize_terminal`` removes every other invisible character; agents get the zero-width
+# (non-)joiners removed too (a terminal keeps them for emoji and some scripts)
+_JOINERS_RE = re.compile("[\u200c\u200d]")
 # where a highlight must not land: a markdown link's destination, an autolink, a bare URL
 _URL_RE = re.compile(r"\]\([^)\s]*\)?|<[a-z][a-z0-9+.-]*:[^>\s]*>?|\b[a-z][a-z0-9+.-]*://\S+", re.I)
 #: candidate highlight marks, the first pair absent from the text is used
@@ -24,7 +24,7 @@ MARKS = (("«", "»"), ("⟦", "⟧"), ("⟪", "⟫"), ("【", "】"))
 def clean(text: str) -> str:
     """Workspace text without terminal escapes, control, bidi or zero-width characters (line
     breaks and tabs kept)."""
-    return _INVISIBLE_RE.sub("", sanitize_terminal(text))
+    return _JOINERS_RE.sub("", sanitize_terminal(text))
 
 
 def one_line(text: str) -> str:
@@ -38,7 +38,8 @@ def snippet_parts(snippet: Snippet) -> tuple[str, list[list[int]]]:
     # offsets move as characters are removed: map each kept character's old offset (what
     # ``clean`` does not remove it replaces one for one)
     drop = {i for m in ANSI_RE.finditer(raw) for i in range(*m.span())}
-    drop |= {m.start() for m in _INVISIBLE_RE.finditer(raw)}
+    drop |= {m.start() for m in INVISIBLE_RE.finditer(raw)}
+    drop |= {m.start() for m in _JOINERS_RE.finditer(raw)}
     kept = [i for i in range(len(raw)) if i not in drop]
     text = clean("".join(raw[i] for i in kept)).replace("\n", " ")
     new_at = {old: new for new, old in enumerate(kept)}
