@@ -33,6 +33,9 @@ class ModePolicy:
     long_questions: bool
     #: The sentence encoder re-reads the head (docs/ranking.md#re-ranker).
     rerank: bool
+    #: Only the query's matches are listed and counted (docs/ranking.md#matches); the floors
+    #: are calibrated on hybrid mode's cosines, so semantic mode lists its neighbours by meaning.
+    counts_matches: bool
 
 
 MODES: dict[Mode, ModePolicy] = {
@@ -44,6 +47,7 @@ MODES: dict[Mode, ModePolicy] = {
         heading_match=True,
         long_questions=True,
         rerank=True,
+        counts_matches=True,
     ),
     "keyword": ModePolicy(
         keyword_arm=True,
@@ -53,6 +57,7 @@ MODES: dict[Mode, ModePolicy] = {
         heading_match=True,
         long_questions=False,
         rerank=False,
+        counts_matches=True,
     ),
     "semantic": ModePolicy(
         keyword_arm=False,
@@ -62,6 +67,7 @@ MODES: dict[Mode, ModePolicy] = {
         heading_match=False,
         long_questions=False,
         rerank=False,
+        counts_matches=False,
     ),
 }
 

@@ -267,7 +267,7 @@ class Retriever:
         ranked = order_by_tier(ranked, tiers)
         # a ``like:`` or ``related:`` query lists neighbours by vector or link: each one is asked
         matches = None
-        if like_vector is None and not tiers:
+        if like_vector is None and not tiers and steps.policy.counts_matches:
             matches = match_sections(plan, arms, snap, params)
             if arms.tail is not None and len(arms.tail[0]):
                 # a fused row that is also a keyword match past the head satisfies the query
