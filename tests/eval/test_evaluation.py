@@ -125,12 +125,20 @@ def test_beir_evaluation_scores_documents(beir: Path, tmp_path: Path, fake_embed
     assert kw.ndcg_at_10 == pytest.approx(3 / 4)
     assert kw.mrr_at_10 == pytest.approx(3 / 4)
     assert kw.recall_at_100 == pytest.approx(3 / 4)
+    assert kw.hit_at_1 == pytest.approx(3 / 4)
     assert kw.per_query["q3"] == 0.0
     assert 0.0 <= kw.p50_ms <= kw.p95_ms
     out = report.to_json()
     assert out["dataset"] == "tiny" and out["queries"] == 4
     assert set(out["modes"]) == {"keyword", "semantic", "hybrid"}
-    assert set(out["modes"]["hybrid"]) == {"ndcg@10", "mrr@10", "recall@100", "p50_ms", "p95_ms"}
+    assert set(out["modes"]["hybrid"]) == {
+        "ndcg@10",
+        "mrr@10",
+        "recall@100",
+        "hit@1",
+        "p50_ms",
+        "p95_ms",
+    }
     table = report.table()
     assert "keyword" in table and "nDCG@10" in table and "0.750" in table
     stages = {p.stage for p in seen}

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from tui_search.eval.metrics import mrr_at_k, ndcg_at_k, percentile, recall_at_k
+from tui_search.eval.metrics import hit_at_k, mrr_at_k, ndcg_at_k, percentile, recall_at_k
 
 
 def test_ndcg_binary_hand_computed() -> None:
@@ -44,6 +44,14 @@ def test_mrr() -> None:
     assert mrr_at_k([], {"r": 1}, 10) == 0.0
 
 
+def test_hit() -> None:
+    assert hit_at_k(["r", "a"], {"r": 1}, 1) == 1.0
+    assert hit_at_k(["a", "r"], {"r": 1}, 1) == 0.0
+    assert hit_at_k(["a", "r"], {"r": 1}, 2) == 1.0
+    assert hit_at_k(["a", "r"], {"r": 0, "a": 0}, 2) == 0.0  # grade 0: judged not relevant
+    assert hit_at_k([], {"r": 1}, 1) == 0.0
+
+
 def test_recall() -> None:
     ranked = ["a", "r1", "b", "r2"]
     rel = {"r1": 1, "r2": 2, "r3": 1}
@@ -53,7 +61,7 @@ def test_recall() -> None:
 
 
 def test_bad_k_is_rejected() -> None:
-    for fn in (ndcg_at_k, mrr_at_k, recall_at_k):
+    for fn in (ndcg_at_k, mrr_at_k, recall_at_k, hit_at_k):
         with pytest.raises(ValueError):
             fn(["a"], {"a": 1}, 0)
 

@@ -13,7 +13,7 @@ Two dataset layouts:
 Each query is searched as plain text (not the query language) through ``SearchEngine.rank``,
 the ranking ``search`` pages through; chunks collapse to the judged unit (a document, or a
 section when the query is judged by section) by their best chunk. Reported per mode: nDCG@10,
-MRR@10, Recall@100 and the latency of ranking a query (plan, both arms, fusion, record lookup).
+MRR@10, Recall@100, hit@1 (the first judged unit is relevant) and the latency of ranking a query (plan, both arms, fusion, record lookup).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from tui_search.core.errors import DatasetError, IndexBusyError
 from tui_search.core.index import WriterLock
 from tui_search.core.plan import MODES, plan_plain
 from tui_search.core.results import Progress
-from tui_search.eval.metrics import mrr_at_k, ndcg_at_k, percentile, recall_at_k
+from tui_search.eval.metrics import hit_at_k, mrr_at_k, ndcg_at_k, percentile, recall_at_k
 
 if TYPE_CHECKING:
     from tui_search.core.ranking.fusion import Scored
@@ -84,6 +84,8 @@ class ModeResult:
     recall_at_100: float
     p50_ms: float
     p95_ms: float
+    #: Share of the questions whose first result (judged unit) is relevant.
+    hit_at_1: float = 0.0
     #: Per query id: nDCG@10 (for paired comparisons between modes).
     per_query: Mapping[str, float] = field(default_factory=dict, compare=False, repr=False)
 
@@ -92,6 +94,7 @@ class ModeResult:
             "ndcg@10": round(self.ndcg_at_10, 4),
             "mrr@10": round(self.mrr_at_10, 4),
             "recall@100": round(self.recall_at_100, 4),
+            "hit@1": round(self.hit_at_1, 4),
             "p50_ms": round(self.p50_ms, 2),
             "p95_ms": round(self.p95_ms, 2),
         }
@@ -126,13 +129,14 @@ class EvalReport:
     def table(self) -> str:
         head = f"{self.dataset} ({self.kind}, {self.split} split): {self.queries} queries, "
         head += f"{self.documents} documents, {self.chunks} chunks; model {Path(self.model).name}"
-        cols = ("mode", "nDCG@10", "MRR@10", "Recall@100", "p50 ms", "p95 ms")
+        cols = ("mode", "nDCG@10", "MRR@10", "Recall@100", "hit@1", "p50 ms", "p95 ms")
         rows = [
             (
                 r.mode,
                 f"{r.ndcg_at_10:.3f}",
                 f"{r.mrr_at_10:.3f}",
                 f"{r.recall_at_100:.3f}",
+                f"{r.hit_at_1:.3f}",
                 f"{r.p50_ms:.1f}",
                 f"{r.p95_ms:.1f}",
             )
@@ -539,6 +543,7 @@ def run_evaluation(
             ndcgs: dict[str, float] = {}
             mrrs: list[float] = []
             recalls: list[float] = []
+            hits: list[float] = []
             times: list[float] = []
             for qid, text in judged:
                 relevant = qrels[qid]
@@ -561,6 +566,7 @@ def run_evaluation(
                 ndcgs[qid] = ndcg_at_k(units, relevant, NDCG_K)
                 mrrs.append(mrr_at_k(units, relevant, MRR_K))
                 recalls.append(recall_at_k(units, relevant, RECALL_K))
+                hits.append(hit_at_k(units, relevant, 1))
                 done += 1
                 if done % 10 == 0 or done == total:
                     emit(Progress("search", done, total, mode))
@@ -570,6 +576,7 @@ def run_evaluation(
                 ndcg_at_10=sum(ndcgs.values()) / n,
                 mrr_at_10=sum(mrrs) / n,
                 recall_at_100=sum(recalls) / n,
+                hit_at_1=sum(hits) / n,
                 p50_ms=percentile(times, 50),
                 p95_ms=percentile(times, 95),
                 per_query=ndcgs,

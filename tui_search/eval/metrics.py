@@ -56,6 +56,14 @@ def mrr_at_k(ranked: Sequence[str], relevant: Mapping[str, float], k: int = 10) 
     return 0.0
 
 
+def hit_at_k(ranked: Sequence[str], relevant: Mapping[str, float], k: int = 1) -> float:
+    """1 when a relevant id is among the first ``k``, else 0 (hit@1: the first result answers)."""
+    if k < 1:
+        raise ValueError("k must be at least 1")
+    gains = _positive(relevant)
+    return 1.0 if any(d in gains for d in _dedup(ranked, k)) else 0.0
+
+
 def recall_at_k(ranked: Sequence[str], relevant: Mapping[str, float], k: int = 100) -> float:
     """Share of the relevant ids found in the top ``k``; 0 when nothing is relevant."""
     if k < 1:
