@@ -11,6 +11,7 @@ from whoosh.formats import Frequency, Positions
 from tui_search.core.keyword.analysis import (
     IdentifierAnalyzer,
     TextAnalyzer,
+    analyze,
     chained_identifier_analyzer,
     chained_text_analyzer,
     is_identifier,
@@ -94,6 +95,7 @@ OPTIONS = [
 def _texts(n: int, seed: int = 7) -> list[str]:
     rng = random.Random(seed)
     out = ["", "the", "IsOn", "getUserById and the HTTPServer", "a.b the:c It's"]
+    out += ["E[x]tract a [c]reated g[z]ipped file", "Lis[t] arr[i] v[0] [x] [[a]]b [ab]c"]
     for _ in range(n):
         parts = []
         for _ in range(rng.randint(1, 25)):
@@ -188,3 +190,13 @@ def test_fast_formats_write_the_postings_whoosh_writes() -> None:
                 assert got == want, text
     # anything but a plain indexing call takes Whoosh's own path
     assert list(FastFrequency().word_values(["a", "b"], TextAnalyzer(), mode="index"))
+
+
+def test_a_mnemonic_word_is_read_without_its_brackets() -> None:
+    # the tldr pages mark an option's letter inside the word it stands for
+    assert analyze("E[x]tract a [c]ompressed g[z]ipped archive") == analyze(
+        "Extract a compressed gzipped archive"
+    )
+    assert analyze("the right to e[x]ecute it") == analyze("the right to execute it")
+    # an index after a name, a digit in brackets, a task box: no mnemonic
+    assert analyze("arr[i] v[0] [x] done") == ["arr", "i", "v", "0", "x", "done"]

@@ -49,10 +49,12 @@ def test_the_match_is_query_share_times_title_share(tmp_path: Path, fake_embedde
         docnums = snap.docnums_of(keys)
         query = query_term_weights("governor of texas")
         assert set(query) == {"governor", "texa"}  # "of" is a stop word
-        coverage, named = snap.heading_signals(docnums, query, HEADING_FIELDS, TITLE_FIELD)
+        coverage, named, said = snap.heading_signals(docnums, query, HEADING_FIELDS, TITLE_FIELD)
         # the title is the query; two of its three words; half the query; a heading (half the
         # query), not the title: coverage, no title match; a key not held
         assert named.tolist() == pytest.approx([1.0, 2 / 3, 1 / 2, 0.0, 0.0])
+        # every word of "Texas" is a query word: a name the query says
+        assert said.tolist() == pytest.approx([1.0, 2 / 3, 1.0, 0.0, 0.0])
         assert coverage.tolist() == pytest.approx([1.0, 1.0, 0.5, 0.5, 0.0])
         # word order does not matter; without a name field nothing is named
         again = snap.heading_signals(
@@ -90,7 +92,8 @@ def _search(
     settings = Settings(
         workspace=_workspace(tmp_path),
         index_dir=tmp_path / "idx",
-        ranking=RankingParams(title_match_boost=boost),
+        # the title match alone: the name match (a title the query says) is off here
+        ranking=RankingParams(title_match_boost=boost, name_match_boost=0.0),
     )
     with SearchEngine(settings, embedder=model) as engine:
         engine.sync()

@@ -141,6 +141,16 @@ class CompoundFilter(Filter):
                 yield t
 
 
+class UnbracketFilter(Filter):
+    """A mnemonic word without its brackets (``unbracket``): a step of the filter chain
+    :class:`TextAnalyzer` fuses (``chained_text_analyzer``)."""
+
+    def __call__(self, tokens: Iterator[Token]) -> Iterator[Token]:
+        for t in tokens:
+            t.text = unbracket(t.text)
+            yield t
+
+
 class IdentifierFilter(Filter):
     """Keep only identifier-like tokens (case preserved) for the exact-term field: a step of
     the filter chain :class:`IdentifierAnalyzer` fuses (``chained_identifier_analyzer``)."""
@@ -152,6 +162,24 @@ class IdentifierFilter(Filter):
 
 
 _WORD_RE = re.compile(r"\w+(?:[.:]\w+)*")
+#: A word with one or two letters in brackets inside it, a mnemonic (``E[x]tract``,
+#: ``[c]reate``, ``g[z]ipped``: the tldr pages mark each option's letter so): read as the
+#: word without its brackets. A letter must follow the bracket, so ``arr[i]`` stays two words.
+_MNEMONIC = r"\w*\[[^\W\d_]{1,2}\](?:\w+\[[^\W\d_]{1,2}\])*\w+"
+_MNEMONIC_WORD_RE = re.compile(rf"{_MNEMONIC}|\w+(?:[.:]\w+)*")
+
+
+def word_pattern(value: str) -> re.Pattern[str]:
+    """The word pattern for ``value``: mnemonic words are looked for only in a text with a
+    bracket (most texts have none, and the plain pattern is the hot path)."""
+    return _MNEMONIC_WORD_RE if "[" in value else _WORD_RE
+
+
+def unbracket(word: str) -> str:
+    """A mnemonic word (``_MNEMONIC``) without its brackets; any other word as it is."""
+    return word.replace("[", "").replace("]", "") if "[" in word else word
+
+
 _STEM_CACHE_MAX = 200_000
 
 #: The stemmer of the text fields: Snowball's English stemmer (Porter2, PyStemmer's C
@@ -167,7 +195,7 @@ _SNOWBALL_LOCK = threading.Lock()  # a PyStemmer stemmer is not safe to share be
 #: re-embedding).
 ANALYSIS = (
     "words+compounds, lowercase, English stop words, Snowball English stems, acronym plurals,"
-    " no underscore runs, underscore-wrapped words, CJK character pairs"
+    " no underscore runs, underscore-wrapped words, CJK character pairs, mnemonic brackets"
 )
 ANALYSIS_FILE = "ANALYSIS"
 _VOWELS = frozenset("aeiouy")
@@ -239,7 +267,8 @@ class TextAnalyzer(Analyzer):
         out: list[tuple[str, int]] = []
         pos = -1
         first = True
-        for i, word in enumerate(_WORD_RE.findall(value)):
+        for i, word in enumerate(word_pattern(value).findall(value)):
+            word = unbracket(word)
             if (
                 word.isalnum()
                 and (word.islower() or word.isupper() or word.isdigit())
@@ -284,12 +313,13 @@ class TextAnalyzer(Analyzer):
         stems = self._stems
         stem = self._stem
         pos: int | None = None  # the position of the last token kept (StopFilter's renumber)
-        words, spans = _words(_WORD_RE, value, tokenize, chars)
+        words, spans = _words(word_pattern(value), value, tokenize, chars)
         for i, word in enumerate(words):
             t.boost = 1.0
             t.stopped = False
             if keeporiginal:
                 t.original = word
+            word = unbracket(word)
             if positions:
                 t.pos = start_pos + i
             if spans:
@@ -380,7 +410,8 @@ class IdentifierAnalyzer(Analyzer):
 def chained_text_analyzer():  # noqa: ANN201 - whoosh analyzers are untyped
     """The filter chain :class:`TextAnalyzer` fuses (the reference its tests compare with)."""
     return (
-        RegexTokenizer(r"\w+(?:[.:]\w+)*")
+        RegexTokenizer(_MNEMONIC_WORD_RE.pattern)
+        | UnbracketFilter()
         | CompoundFilter()
         | LowercaseFilter()
         | StopFilter(minsize=1)

@@ -216,20 +216,23 @@ class LexicalSnapshot:
         weights: Mapping[str, float],
         fields: Sequence[str],
         name_field: str | None,
-    ) -> tuple[np.ndarray, np.ndarray]:
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """For each docnum (-1 = none), from one walk of the query terms' postings:
 
         - the coverage of ``fields`` (``field_coverage``);
         - how exactly ``name_field`` (a title) names the query: the share of the query's
           weight it holds times the share of its words that are query words (distinct query
           terms found over the field's length in words), 0-1; 1 when the title *is* the
-          query, whatever the order. 0 everywhere when ``name_field`` is None.
+          query, whatever the order. 0 everywhere when ``name_field`` is None;
+        - that share of the title's words alone (1: every word of the title is a query
+          word, the title is a name the query says: ``tar`` in "extract a tar.gz").
         """
         coverage = np.zeros(len(docnums), dtype=np.float64)
         named = np.zeros(len(docnums), dtype=np.float64)
+        said = np.zeros(len(docnums), dtype=np.float64)
         ok = (docnums >= 0) & (docnums < self.size)
         if not ok.any():
-            return coverage, named
+            return coverage, named, said
         at = docnums[ok]
         covered = np.zeros(len(at), dtype=np.float64)
         name_weight = np.zeros(len(at), dtype=np.float64)
@@ -257,9 +260,12 @@ class LexicalSnapshot:
             coverage[ok] = covered / total
             if name_field is not None and name_terms.any():
                 length = self._fast.field_lengths(self.searcher, name_field)[at]
-                precision = np.minimum(name_terms / np.maximum(length, 1.0), 1.0)
-                named[ok] = np.where(length > 0, precision, 0.0) * name_weight / total
-        return coverage, named
+                precision = np.where(
+                    length > 0, np.minimum(name_terms / np.maximum(length, 1.0), 1.0), 0.0
+                )
+                named[ok] = precision * name_weight / total
+                said[ok] = precision
+        return coverage, named, said
 
     def term_counts(
         self, docnums: np.ndarray, terms: Sequence[str], fields: Sequence[str]

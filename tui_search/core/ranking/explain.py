@@ -67,6 +67,8 @@ class Explanation:
             "heading_factor": _r(s.heading_factor),
             "title_match": _r(s.title_match),
             "title_factor": _r(s.title_factor),
+            "title_said": _r(s.title_said),
+            "name_factor": _r(s.name_factor),
             "long_question_share": _r(s.long_share),
             "plain_score": _r(s.plain_score),
             "rules_score": _r(s.rules_score),

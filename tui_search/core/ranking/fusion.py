@@ -58,6 +58,10 @@ class Scored:
     #: that multiplied the score by.
     title_match: float = 0.0
     title_factor: float = 1.0
+    #: Share of the document title's words that are query words (1: the title is a name the
+    #: query says), and what the name match multiplied the score by (``apply_title_match``).
+    title_said: float = 0.0
+    name_factor: float = 1.0
     #: Hybrid mode, a long question: the share of the score taken from its ranking under
     #: semantic mode's rules (``long_question_share``), and the scores under each ranking
     #: (the arms' figures above are the plain ranking's while the share is below 1).

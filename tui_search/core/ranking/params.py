@@ -133,6 +133,16 @@ class RankingParams:
         "title-match",
     )
     title_match_floor: float = knob(0.3, "a title match below this names nothing", "title-match")
+    name_match_boost: float = knob(
+        0.5,
+        "the sections of a document whose title is a name the query says gain x(1 + this)",
+        "name-match",
+    )
+    title_answer_share: float = knob(
+        0.8,
+        "a title match or name counts for a section whose cosine is this share of the best",
+        "name-match",
+    )
     # -- long questions (hybrid mode) --------------------------------------------------------
     long_question_from: int = knob(
         12,

@@ -181,6 +181,10 @@ class Steps:
             said.append(f"heading match x(1 + {self.heading_match_boost:g} x coverage²)")
         if p.title_match_boost > 0:
             said.append(f"title match x(1 + {p.title_match_boost:g} x match²)")
+        if p.name_match_boost > 0:
+            said.append(f"a title the query says x{1 + p.name_match_boost:g}")
+        if p.title_answer_share > 0 and (p.title_match_boost > 0 or p.name_match_boost > 0):
+            said.append(f"titles count from {p.title_answer_share:g} of the best cosine")
         if semantic_rules is not None and self.soft_share > 0:
             if semantic_rules.question_words:
                 said.append("question words out of the soft match")

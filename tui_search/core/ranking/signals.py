@@ -120,11 +120,25 @@ def apply_heading_match(
         s.score *= s.heading_factor
 
 
+def answers(scored: Sequence[Scored], share: float) -> Callable[[Scored], bool]:
+    """Whether a candidate answers the query, as far as its meaning says: its cosine is at
+    least ``share`` of the best candidate's. Without cosines (keyword mode) or with ``share``
+    0, every candidate does."""
+    best = max((s.semantic for s in scored), default=0.0)
+    if share <= 0 or best <= 0:
+        return lambda s: True
+    floor = share * best
+    return lambda s: s.semantic >= floor
+
+
 def apply_title_match(
-    scored: Iterable[Scored],
+    scored: Sequence[Scored],
     match: Mapping[str, float],
     weight: float,
     floor: float = RankingParams.title_match_floor,
+    said: Mapping[str, float] | None = None,
+    name_boost: float = 0.0,
+    answer_share: float = 0.0,
 ) -> None:
     """A document whose title is what the query names ("Governor of Texas" for "governor of
     texas", not "Lieutenant Governor of Texas") is the one asked for: its sections' scores are
@@ -133,14 +147,25 @@ def apply_title_match(
     Squared, as the heading match: a title that is half the query, or twice as long, counts a
     quarter; below ``floor`` it is no name at all (one word of a long file name: "opt level"
     in "3924-cargo-hints-min-opt-level" is 0.07; docs/ranking.md#title-match).
+
+    A title every word of which the query says (``said`` 1: the page ``tar`` for "extract a
+    tar.gz", ``Tabs`` for "pin a tab") is the canonical page of a name the query uses: its
+    sections gain ``x(1 + name_boost)`` besides. Both count only for a section that answers
+    (``answers``: its cosine at least ``answer_share`` of the best), so the page ``make``
+    does not lead "make a script executable" (docs/ranking.md#name-match).
     ``finalize`` brings the scores back within 0-1."""
-    if weight <= 0:
+    if weight <= 0 and name_boost <= 0:
         return
+    said = said or {}
+    answering = answers(scored, answer_share)
     for s in scored:
         m = match.get(s.key, 0.0)
         s.title_match = m
-        s.title_factor = 1.0 + weight * m * m if m >= floor else 1.0
-        s.score *= s.title_factor
+        s.title_said = said.get(s.key, 0.0)
+        ok = answering(s)
+        s.title_factor = 1.0 + weight * m * m if m >= floor and ok and weight > 0 else 1.0
+        s.name_factor = 1.0 + name_boost if s.title_said >= 1.0 and ok else 1.0
+        s.score *= s.title_factor * s.name_factor
 
 
 def dirichlet_likelihood(
@@ -226,19 +251,20 @@ class SignalReader:
         title: bool,
         *,
         headings: bool = True,
-    ) -> tuple[dict[str, float], dict[str, float]]:
+    ) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
         """Chunk key -> share of the query's term weight (as the keyword arm weighs it) that
         the chunk's title and heading path hold (``apply_heading_match``; without
-        ``headings``, the title's alone, and the heading postings are not read), and chunk
-        key -> how exactly its title names the query (``apply_title_match``; only when
-        ``title``), read from the keyword index's postings of those fields."""
+        ``headings``, the title's alone, and the heading postings are not read), chunk
+        key -> how exactly its title names the query and chunk key -> the share of its
+        title's words the query says (``apply_title_match``; only when ``title``), read from
+        the keyword index's postings of those fields."""
         p = params
         weights = query_term_weights(
             text, p.query_term_frequency, p.long_query_words, p.drop_question_words
         )
         if not weights:
-            return {}, {}
-        found, named = snap.heading_signals(
+            return {}, {}, {}
+        found, named, said = snap.heading_signals(
             snap.docnums_of(keys),
             weights,
             HEADING_FIELDS if headings else (TITLE_FIELD,),
@@ -247,6 +273,7 @@ class SignalReader:
         return (
             {keys[i]: float(found[i]) for i in np.flatnonzero(found > 0).tolist()},
             {keys[i]: float(named[i]) for i in np.flatnonzero(named > 0).tolist()},
+            {keys[i]: float(said[i]) for i in np.flatnonzero(said > 0).tolist()},
         )
 
     @staticmethod
@@ -281,7 +308,9 @@ class QuerySignals:
     steps: Steps
     snap: LexicalSnapshot
     _texts: dict[str, str] | None = field(default=None, repr=False)
-    _named: tuple[dict[str, float], dict[str, float]] | None = field(default=None, repr=False)
+    _named: tuple[dict[str, float], dict[str, float], dict[str, float]] | None = field(
+        default=None, repr=False
+    )
 
     def apply(self, scored: list[Scored], rules: Rules) -> None:
         """The exact boost, the document blend, link-list damping, the heading and title
@@ -311,25 +340,29 @@ class QuerySignals:
             if plan.plain_text is not None
             else (plan.semantic_text if plan.tree is not None else None)
         )
-        if not ((heading > 0 or p.title_match_boost > 0) and named and scored):
+        titles = p.title_match_boost > 0 or p.name_match_boost > 0
+        if not ((heading > 0 or titles) and named and scored):
             return
         if self._named is None:
             self._named = self.reader.heading_signals(
-                named,
-                [s.key for s in scored],
-                self.snap,
-                p,
-                p.title_match_boost > 0,
-                headings=heading > 0,
+                named, [s.key for s in scored], self.snap, p, titles, headings=heading > 0
             )
         apply_heading_match(scored, self._named[0], heading)
-        apply_title_match(scored, self._named[1], p.title_match_boost, p.title_match_floor)
+        apply_title_match(
+            scored,
+            self._named[1],
+            p.title_match_boost,
+            p.title_match_floor,
+            self._named[2],
+            p.name_match_boost,
+            p.title_answer_share,
+        )
 
 
 def refuse(scored: Iterable[Scored], params: RankingParams) -> list[Scored]:
     """A soft-matched hybrid ranking's candidates ranked again under other fusion weights
     (keyword weight, soft share, document blend, link-list damping, heading match, title
-    match), as ``fuse``, the exact-identifier boost, ``blend_document``, ``damp_link_lists``,
+    and name match), as ``fuse``, the exact-identifier boost, ``blend_document``, ``damp_link_lists``,
     ``apply_heading_match``, ``apply_title_match`` and ``finalize`` would have ranked them.
     Copies; the input is not changed. For judging weights offline on the candidates a search
     already fused (``eval.harness.QueryTrace``): with the weights in force it gives the
@@ -347,5 +380,14 @@ def refuse(scored: Iterable[Scored], params: RankingParams) -> list[Scored]:
     covered = {s.key: s.heading_match for s in copies if s.heading_match > 0}
     apply_heading_match(copies, covered, params.heading_match_boost)
     named = {s.key: s.title_match for s in copies if s.title_match > 0}
-    apply_title_match(copies, named, params.title_match_boost, params.title_match_floor)
+    said = {s.key: s.title_said for s in copies if s.title_said > 0}
+    apply_title_match(
+        copies,
+        named,
+        params.title_match_boost,
+        params.title_match_floor,
+        said,
+        params.name_match_boost,
+        params.title_answer_share,
+    )
     return finalize(copies)

@@ -103,6 +103,10 @@ def factors(why: Explanation) -> list[Factor]:
                 f"×{r.title_factor:.2f}",
             )
         )
+    if r.name_factor > 1.0:
+        out.append(
+            Factor("name", "the document's title is a name the query says", f"×{r.name_factor:.2f}")
+        )
     if r.link_share > 0:
         out.append(
             Factor(
