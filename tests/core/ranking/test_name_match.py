@@ -86,7 +86,7 @@ def test_the_page_a_query_names_rises(tmp_path: Path, model: Model2VecEmbedder) 
 def test_a_title_counts_only_where_the_page_answers(
     tmp_path: Path, model: Model2VecEmbedder
 ) -> None:
-    """"make a script executable" says the title "make", but the page's meaning is far from
+    """ "make a script executable" says the title "make", but the page's meaning is far from
     the question's: it gains neither the title match nor the name; the page that answers
     leads."""
     query = "make a script executable"
