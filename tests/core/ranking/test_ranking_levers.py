@@ -110,12 +110,16 @@ def test_engine_takes_the_levers_from_settings(tmp_path, fake_embedder) -> None:
             drop_question_words=False,
             heading_match_boost=0.0,
             title_match_boost=0.0,
+            name_match_boost=0.0,
+            title_answer_share=0.5,
             link_list_damping=0.2,
         ),
     )
     with SearchEngine(settings, embedder=fake_embedder) as engine:
         assert engine.params.heading_match_boost == 0.0
         assert engine.params.title_match_boost == 0.0
+        assert engine.params.name_match_boost == 0.0
+        assert engine.params.title_answer_share == 0.5
         assert engine.params.link_list_damping == 0.2
         assert engine.params.drop_question_words is False
         assert engine.params.title_boost == 0.5
