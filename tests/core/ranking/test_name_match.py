@@ -98,14 +98,19 @@ def test_a_title_counts_only_where_the_page_answers(
     assert gated[0][0] == "chmod"
 
 
-def test_the_gate_reads_the_best_cosine() -> None:
-    """A candidate answers when its cosine is at least the share of the best; without
-    cosines (keyword mode) every candidate does."""
-    rows = [Scored("a:x#0", score=0.5, semantic=0.6), Scored("b:y#0", score=0.5, semantic=0.4)]
-    said = {"a:x#0": 1.0, "b:y#0": 1.0}
+def test_the_gate_reads_each_documents_best_cosine() -> None:
+    """A document answers when its best section's cosine is at least the share of the best
+    candidate's, and then every section of it gains alike (the order within a page stays);
+    without cosines (keyword mode) every document does."""
+    rows = [
+        Scored("a:x#0", score=0.5, semantic=0.6),
+        Scored("a:y#0", score=0.4, semantic=0.2),
+        Scored("b:z#0", score=0.5, semantic=0.4),
+    ]
+    said = {"a:x#0": 1.0, "a:y#0": 1.0, "b:z#0": 1.0}
     apply_title_match(rows, {}, 1.0, 0.3, said, 0.5, 0.8)
-    assert [r.name_factor for r in rows] == [1.5, 1.0]
-    keyword = [Scored("a:x#0", score=0.5), Scored("b:y#0", score=0.5)]
+    assert [r.name_factor for r in rows] == [1.5, 1.5, 1.0]
+    keyword = [Scored("a:x#0", score=0.5), Scored("b:z#0", score=0.5)]
     apply_title_match(keyword, {}, 1.0, 0.3, said, 0.5, 0.8)
     assert [r.name_factor for r in keyword] == [1.5, 1.5]
 

@@ -138,6 +138,9 @@ class RankingParams:
         "the sections of a document whose title is a name the query says gain x(1 + this)",
         "name-match",
     )
+    name_match_words: int = knob(
+        8, "the name match holds for a query of at most this many words", "name-match"
+    )
     title_answer_share: float = knob(
         0.8,
         "a title match or name counts for a section whose cosine is this share of the best",

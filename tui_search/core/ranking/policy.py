@@ -28,6 +28,8 @@ class ModePolicy:
     semantic_rules: bool
     #: A section whose headings name the query gains (docs/ranking.md#heading-match).
     heading_match: bool
+    #: A document whose title is a name a short query says gains (docs/ranking.md#name-match).
+    name_match: bool
     #: A long question is also ranked with semantic mode's rules and query likelihood
     #: (docs/ranking.md#long-questions).
     long_questions: bool
@@ -45,6 +47,7 @@ MODES: dict[Mode, ModePolicy] = {
         weights=None,
         semantic_rules=False,
         heading_match=True,
+        name_match=True,
         long_questions=True,
         rerank=True,
         counts_matches=True,
@@ -55,6 +58,7 @@ MODES: dict[Mode, ModePolicy] = {
         weights=(1.0, 0.0),
         semantic_rules=False,
         heading_match=True,
+        name_match=True,
         long_questions=False,
         rerank=False,
         counts_matches=True,
@@ -65,6 +69,7 @@ MODES: dict[Mode, ModePolicy] = {
         weights=(0.0, 1.0),
         semantic_rules=True,
         heading_match=False,
+        name_match=False,
         long_questions=False,
         rerank=False,
         counts_matches=False,
@@ -113,6 +118,9 @@ class Steps:
     file_vector_weight: float
     #: The heading match's weight (0 in semantic mode).
     heading_match_boost: float
+    #: The name match's boost (0 in semantic mode and for a query of more than
+    #: ``name_match_words`` words).
+    name_match_boost: float
     #: The fusion passes: one, or for a long question the plain one and semantic mode's.
     passes: tuple[Rules, ...]
     #: Share of the score taken from the long-question pass (0 = one plain pass).
@@ -133,6 +141,8 @@ class Steps:
             question_words=params.drop_question_words,
             pieces=params.soft_match_piece_exponent,
         )
+        words = len(plan.semantic_text.split()) if plan.semantic_text else 0
+        named = policy.name_match and 0 < words <= params.name_match_words
         long_share = 0.0
         if policy.long_questions and plan.semantic_text:
             long_share = long_question_share(params, len(plan.semantic_text.split()))
@@ -151,6 +161,7 @@ class Steps:
             soft_share=soft,
             file_vector_weight=params.file_vector_weight if semantic else 0.0,
             heading_match_boost=params.heading_match_boost if policy.heading_match else 0.0,
+            name_match_boost=params.name_match_boost if named else 0.0,
             passes=passes,
             long_share=long_share,
             listing=plan.listing,
@@ -181,9 +192,9 @@ class Steps:
             said.append(f"heading match x(1 + {self.heading_match_boost:g} x coverage²)")
         if p.title_match_boost > 0:
             said.append(f"title match x(1 + {p.title_match_boost:g} x match²)")
-        if p.name_match_boost > 0:
-            said.append(f"a title the query says x{1 + p.name_match_boost:g}")
-        if p.title_answer_share > 0 and (p.title_match_boost > 0 or p.name_match_boost > 0):
+        if self.name_match_boost > 0:
+            said.append(f"a title the query says x{1 + self.name_match_boost:g}")
+        if p.title_answer_share > 0 and (p.title_match_boost > 0 or self.name_match_boost > 0):
             said.append(f"titles count from {p.title_answer_share:g} of the best cosine")
         if semantic_rules is not None and self.soft_share > 0:
             if semantic_rules.question_words:

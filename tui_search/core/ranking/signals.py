@@ -120,15 +120,23 @@ def apply_heading_match(
         s.score *= s.heading_factor
 
 
-def answers(scored: Sequence[Scored], share: float) -> Callable[[Scored], bool]:
-    """Whether a candidate answers the query, as far as its meaning says: its cosine is at
-    least ``share`` of the best candidate's. Without cosines (keyword mode) or with ``share``
-    0, every candidate does."""
-    best = max((s.semantic for s in scored), default=0.0)
-    if share <= 0 or best <= 0:
+def answers(
+    scored: Sequence[Scored], share: float, doc_of: Callable[[str], str] = document_of
+) -> Callable[[Scored], bool]:
+    """Whether a candidate's document answers the query, as far as its meaning says: the best
+    cosine of its sections is at least ``share`` of the best candidate's. A document either
+    answers or not, so the title signals move all its sections alike. Without cosines
+    (keyword mode) or with ``share`` 0, every document does."""
+    top = max((s.semantic for s in scored), default=0.0)
+    if share <= 0 or top <= 0:
         return lambda s: True
-    floor = share * best
-    return lambda s: s.semantic >= floor
+    best: dict[str, float] = {}
+    for s in scored:
+        d = doc_of(s.key)
+        if s.semantic > best.get(d, -1.0):
+            best[d] = s.semantic
+    floor = share * top
+    return lambda s: best.get(doc_of(s.key), 0.0) >= floor
 
 
 def apply_title_match(
@@ -150,8 +158,8 @@ def apply_title_match(
 
     A title every word of which the query says (``said`` 1: the page ``tar`` for "extract a
     tar.gz", ``Tabs`` for "pin a tab") is the canonical page of a name the query uses: its
-    sections gain ``x(1 + name_boost)`` besides. Both count only for a section that answers
-    (``answers``: its cosine at least ``answer_share`` of the best), so the page ``make``
+    sections gain ``x(1 + name_boost)`` besides. Both count only for a document that answers
+    (``answers``: its best cosine at least ``answer_share`` of the best), so the page ``make``
     does not lead "make a script executable" (docs/ranking.md#name-match).
     ``finalize`` brings the scores back within 0-1."""
     if weight <= 0 and name_boost <= 0:
@@ -340,7 +348,8 @@ class QuerySignals:
             if plan.plain_text is not None
             else (plan.semantic_text if plan.tree is not None else None)
         )
-        titles = p.title_match_boost > 0 or p.name_match_boost > 0
+        name = self.steps.name_match_boost
+        titles = p.title_match_boost > 0 or name > 0
         if not ((heading > 0 or titles) and named and scored):
             return
         if self._named is None:
@@ -354,7 +363,7 @@ class QuerySignals:
             p.title_match_boost,
             p.title_match_floor,
             self._named[2],
-            p.name_match_boost,
+            name,
             p.title_answer_share,
         )
 
@@ -381,13 +390,16 @@ def refuse(scored: Iterable[Scored], params: RankingParams) -> list[Scored]:
     apply_heading_match(copies, covered, params.heading_match_boost)
     named = {s.key: s.title_match for s in copies if s.title_match > 0}
     said = {s.key: s.title_said for s in copies if s.title_said > 0}
+    # the name match held for this query (a short one, in a mode that takes it) if any row
+    # took it: the gate reads the cosines, which other weights do not change
+    name = params.name_match_boost if any(s.name_factor > 1.0 for s in copies) else 0.0
     apply_title_match(
         copies,
         named,
         params.title_match_boost,
         params.title_match_floor,
         said,
-        params.name_match_boost,
+        name,
         params.title_answer_share,
     )
     return finalize(copies)
