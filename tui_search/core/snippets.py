@@ -14,11 +14,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from tui_search.core.keyword.analysis import text_analyzer
+from tui_search.core.keyword.analysis import text_analyzer, word_pattern
 from tui_search.core.results import Snippet
 from tui_search.core.textsafe import sanitize_terminal_in_place
 
-_WORD_RE = re.compile(r"\w+(?:[.:]\w+)*")
 _local = threading.local()
 
 
@@ -78,7 +77,7 @@ class Highlighter:
                 early = self._window_matches(text[:cut], chars)
                 if early and early[0][0] + chars < cut:
                     return early
-        hits = self._hits(set(_WORD_RE.findall(text)))
+        hits = self._hits(set(word_pattern(text).findall(text)))
         if not hits:
             return []
         idents = self.identifiers
@@ -128,7 +127,8 @@ def _is_word_char(c: str) -> bool:
 
 
 def _occurrences(text: str, word: str) -> list[int]:
-    """Where ``word`` stands in ``text`` as ``_WORD_RE`` reads it: a whole word, not inside a
+    """Where ``word`` stands in ``text`` as the analyzer reads it (``word_pattern``): a whole
+    word (a mnemonic one, ``E[x]tract``, with its brackets), not inside a
     longer one, nor a part of a dotted or colon-joined one (``a.b`` is one word)."""
     out = []
     n, size = len(word), len(text)
