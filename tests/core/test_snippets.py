@@ -1,5 +1,6 @@
-"""Snippet highlighting finds the words the analyzer reads (``word_pattern``), by a pattern of the matching
-words: the same spans as walking every word of the text (compared on generated text)."""
+"""Snippet highlighting finds the words the analyzer reads (``word_pattern``), by a pattern
+of the matching words: the same spans as walking every word of the text (compared on
+generated text)."""
 
 from __future__ import annotations
 
