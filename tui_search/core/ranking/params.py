@@ -143,7 +143,7 @@ class RankingParams:
     )
     title_answer_share: float = knob(
         0.8,
-        "a title match or name counts for a section whose cosine is this share of the best",
+        "a name counts for a document whose best cosine is this share of the best",
         "name-match",
     )
     # -- long questions (hybrid mode) --------------------------------------------------------

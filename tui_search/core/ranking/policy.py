@@ -194,8 +194,8 @@ class Steps:
             said.append(f"title match x(1 + {p.title_match_boost:g} x match²)")
         if self.name_match_boost > 0:
             said.append(f"a title the query says x{1 + self.name_match_boost:g}")
-        if p.title_answer_share > 0 and (p.title_match_boost > 0 or self.name_match_boost > 0):
-            said.append(f"titles count from {p.title_answer_share:g} of the best cosine")
+        if self.name_match_boost > 0 and p.title_answer_share > 0:
+            said.append(f"names count from {p.title_answer_share:g} of the best cosine")
         if semantic_rules is not None and self.soft_share > 0:
             if semantic_rules.question_words:
                 said.append("question words out of the soft match")

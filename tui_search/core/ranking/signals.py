@@ -158,21 +158,20 @@ def apply_title_match(
 
     A title every word of which the query says (``said`` 1: the page ``tar`` for "extract a
     tar.gz", ``Tabs`` for "pin a tab") is the canonical page of a name the query uses: its
-    sections gain ``x(1 + name_boost)`` besides. Both count only for a document that answers
-    (``answers``: its best cosine at least ``answer_share`` of the best), so the page ``make``
-    does not lead "make a script executable" (docs/ranking.md#name-match).
+    sections gain ``x(1 + name_boost)`` besides, when the document answers (``answers``: its
+    best cosine at least ``answer_share`` of the best), so the page ``make`` does not gain for
+    "make a script executable" (docs/ranking.md#name-match).
     ``finalize`` brings the scores back within 0-1."""
     if weight <= 0 and name_boost <= 0:
         return
     said = said or {}
-    answering = answers(scored, answer_share)
+    answering = answers(scored, answer_share if name_boost > 0 else 0.0)
     for s in scored:
         m = match.get(s.key, 0.0)
         s.title_match = m
         s.title_said = said.get(s.key, 0.0)
-        ok = answering(s)
-        s.title_factor = 1.0 + weight * m * m if m >= floor and ok and weight > 0 else 1.0
-        s.name_factor = 1.0 + name_boost if s.title_said >= 1.0 and ok else 1.0
+        s.title_factor = 1.0 + weight * m * m if m >= floor and weight > 0 else 1.0
+        s.name_factor = 1.0 + name_boost if s.title_said >= 1.0 and answering(s) else 1.0
         s.score *= s.title_factor * s.name_factor
 
 
