@@ -28,7 +28,8 @@ class ModePolicy:
     semantic_rules: bool
     #: A section whose headings name the query gains (docs/ranking.md#heading-match).
     heading_match: bool
-    #: A document whose title is a name a short query says gains (docs/ranking.md#name-match).
+    #: A document whose title is a name a short query says gains, when it answers: hybrid
+    #: mode, which has the cosines that tell (docs/ranking.md#name-match).
     name_match: bool
     #: A long question is also ranked with semantic mode's rules and query likelihood
     #: (docs/ranking.md#long-questions).
@@ -58,7 +59,7 @@ MODES: dict[Mode, ModePolicy] = {
         weights=(1.0, 0.0),
         semantic_rules=False,
         heading_match=True,
-        name_match=True,
+        name_match=False,
         long_questions=False,
         rerank=False,
         counts_matches=True,
@@ -118,7 +119,7 @@ class Steps:
     file_vector_weight: float
     #: The heading match's weight (0 in semantic mode).
     heading_match_boost: float
-    #: The name match's boost (0 in semantic mode and for a query of more than
+    #: The name match's boost (0 outside hybrid mode and for a query of more than
     #: ``name_match_words`` words).
     name_match_boost: float
     #: The fusion passes: one, or for a long question the plain one and semantic mode's.
