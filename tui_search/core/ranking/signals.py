@@ -370,8 +370,9 @@ class QuerySignals:
 def refuse(scored: Iterable[Scored], params: RankingParams) -> list[Scored]:
     """A soft-matched hybrid ranking's candidates ranked again under other fusion weights
     (keyword weight, soft share, document blend, link-list damping, heading match, title
-    and name match), as ``fuse``, the exact-identifier boost, ``blend_document``, ``damp_link_lists``,
-    ``apply_heading_match``, ``apply_title_match`` and ``finalize`` would have ranked them.
+    and name match), as ``fuse``, the exact-identifier boost, ``blend_document``,
+    ``damp_link_lists``, ``apply_heading_match``, ``apply_title_match`` and ``finalize``
+    would have ranked them.
     Copies; the input is not changed. For judging weights offline on the candidates a search
     already fused (``eval.harness.QueryTrace``): with the weights in force it gives the
     same order."""
