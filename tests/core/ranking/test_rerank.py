@@ -4,6 +4,7 @@ in the background, and only changed sections encoded again. Real model2vec, real
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from tui_search.config import Settings
 from tui_search.core.chunking import section_of
 from tui_search.core.engine import SearchEngine
 from tui_search.core.errors import ModelError
+from tui_search.core.ranking import rerank
 from tui_search.core.ranking.fusion import Scored
 from tui_search.core.ranking.params import RankingParams
 from tui_search.core.ranking.rerank import Reranker, SentenceEncoder
@@ -105,6 +107,43 @@ def test_encoder_orders_a_paraphrase_it_shares_no_word_with(encoder: SentenceEnc
     slow = encoder.encode("Performance > Why the endpoints are slow\n\nThe p99 latency is 1.8 s.")
     keys = encoder.encode("Security > How to rotate API keys\n\nCreate a new key, revoke the old.")
     assert float(q @ slow) > float(q @ keys) + 0.2
+
+
+def test_texts_encoded_together_get_the_vectors_each_gets_alone(
+    encoder: SentenceEncoder,
+) -> None:
+    """Packed batches (texts of equal and of different lengths, more tokens than one batch
+    holds, a text cut at ``max_length``) give each text the vector it gets alone, in order."""
+    words = [
+        "latency",
+        "budget",
+        "cache",
+        "pool",
+        "key",
+        "audit",
+        "login",
+        "page",
+        "team",
+        "member",
+        "fixture",
+        "import",
+    ]
+    texts = [" ".join(words[(i * 5) % 12 :] + words[: (i * 5) % 12][: i % 7]) for i in range(12)]
+    texts += [texts[0], "pool " * 400, "x"]
+    assert sum(len(encoder._tok.encode(t).ids) for t in texts) > rerank.PACK_TOKENS
+    together = encoder.encode_many(texts)
+    assert together.shape == (len(texts), 384)
+    for text, vec in zip(texts, together, strict=True):
+        assert float(vec @ encoder.encode(text)) > 0.99999
+    assert encoder.encode_many([]).shape == (0, 384)
+
+
+def test_gelu_follows_the_error_function() -> None:
+    m = np.linspace(-30, 30, 6000, dtype=np.float32).reshape(3, -1)
+    exact = np.array([x * 0.5 * (1 + math.erf(x / math.sqrt(2))) for x in m.ravel().tolist()])
+    got = m.copy()
+    rerank._gelu(got, *(np.empty_like(m) for _ in range(3)))
+    assert np.abs(got.ravel() - exact).max() < 1e-5
 
 
 def test_a_missing_encoder_is_a_model_error(tmp_path: Path) -> None:
@@ -200,6 +239,9 @@ class _KeywordEncoder:
     def encode(self, text: str) -> np.ndarray:
         v = np.array([1.0, 0.0] if "audit" in text.lower() else [0.0, 1.0], np.float32)
         return v
+
+    def encode_many(self, texts: list[str]) -> np.ndarray:
+        return np.stack([self.encode(t) for t in texts])
 
 
 def test_mixing_moves_the_heads_order_and_keeps_it_above_the_rest(tmp_path: Path) -> None:

@@ -32,7 +32,7 @@ import sqlite3
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,19 +53,61 @@ if TYPE_CHECKING:
 DEFAULT_RERANKER_DIR = Path(__file__).resolve().parent.parent.parent / "models" / "reranker"
 
 
-def _erf(x: np.ndarray) -> np.ndarray:
-    """Abramowitz and Stegun 7.1.26 (error below 1.5e-7): numpy has no erf."""
-    s = np.sign(x)
-    a = np.abs(x)
-    t = 1.0 / (1.0 + 0.3275911 * a)
-    y = 1.0 - (
-        ((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736) * t + 0.254829592
-    ) * t * np.exp(-a * a)
-    return (s * y).astype(np.float32, copy=False)
+#: Tokens a batch of texts is packed to (its buffers, about 6 MB, stay in the caches).
+PACK_TOKENS = 256
+
+# Abramowitz and Stegun 7.1.26: erf(x) = 1 - t (a1 + t (a2 + ... + t a5)) exp(-x^2),
+# t = 1 / (1 + p x), for x >= 0, error below 1.5e-7 (numpy has no erf)
+_ERF_P = 0.3275911
+_ERF_A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
+
+
+def _gelu(m: np.ndarray, s1: np.ndarray, s2: np.ndarray, s3: np.ndarray) -> None:
+    """``m`` <- GELU(m) = m Phi(m), in place (``s1``-``s3``: scratch of ``m``'s shape).
+
+    With e = 1 - erf(|m| / sqrt 2) from the formula above, m Phi(m) = max(m, 0) - |m| e / 2.
+    """
+    np.abs(m, out=s1)
+    np.multiply(s1, np.float32(_ERF_P / math.sqrt(2.0)), out=s2)
+    s2 += np.float32(1.0)
+    np.reciprocal(s2, out=s2)  # t
+    np.multiply(s2, np.float32(_ERF_A[4]), out=s3)
+    for a in reversed(_ERF_A[:4]):
+        s3 += np.float32(a)
+        s3 *= s2
+    np.square(s1, out=s2)
+    s2 *= np.float32(-0.5)
+    np.exp(s2, out=s2)
+    s3 *= s2  # 1 - erf(|m| / sqrt 2)
+    s3 *= s1
+    s3 *= np.float32(0.5)
+    m += s1
+    m *= np.float32(0.5)  # max(m, 0)
+    m -= s3
+
+
+def _layer_norm(x: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float) -> np.ndarray:
+    """``x`` normalised per row, scaled by ``w`` and shifted by ``b``, in place."""
+    x -= x.mean(-1, keepdims=True)
+    var = np.einsum("ij,ij->i", x, x)
+    var *= np.float32(1.0 / x.shape[1])
+    var += np.float32(eps)
+    np.sqrt(var, out=var)
+    x /= var[:, None]
+    x *= w
+    x += b
+    return x
 
 
 class SentenceEncoder:
-    """all-MiniLM-L6-v2 with numpy: mean-pooled, unit-length sentence vectors."""
+    """all-MiniLM-L6-v2 with numpy: mean-pooled, unit-length sentence vectors.
+
+    Texts are encoded together (:meth:`encode_many`): sorted by token count and packed into
+    batches of about ``PACK_TOKENS`` tokens, the dense layers run once over a batch's tokens
+    laid end to end (no padding: a token's dense layers do not depend on its neighbours), and
+    attention runs per run of texts of equal length. Each batch works in buffers of its own,
+    written in place, so a layer allocates nothing.
+    """
 
     def __init__(self, folder: Path = DEFAULT_RERANKER_DIR) -> None:
         from safetensors.numpy import load_file
@@ -123,36 +165,86 @@ class SentenceEncoder:
                 }
             )
 
-    def _norm(self, x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
-        mu = x.mean(-1, keepdims=True)
-        d = x - mu
-        var = (d * d).mean(-1, keepdims=True)
-        return d / np.sqrt(var + self.eps) * w + b
-
     def encode(self, text: str) -> np.ndarray:
         """The unit vector of ``text`` (cut to ``max_length`` tokens)."""
-        ids = np.asarray(self._tok.encode(text).ids, dtype=np.int64)
-        n, h = len(ids), self.heads
-        d = self.dim // h
-        x = self._words[ids].astype(np.float32) * self._word_scale[ids, None]
-        x = self._norm(x + self._positions[:n] + self._type0, *self._emb_norm)
+        return self.encode_many([text])[0]
+
+    def encode_many(self, texts: Sequence[str]) -> np.ndarray:
+        """The unit vectors of ``texts`` (one row each, in order; each cut to ``max_length``
+        tokens). A text's vector does not depend on the texts encoded with it."""
+        ids = [np.asarray(self._tok.encode(t).ids, dtype=np.int64) for t in texts]
+        out = np.empty((len(ids), self.dim), dtype=np.float32)
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        start = 0
+        while start < len(order):
+            end, tokens = start + 1, len(ids[order[start]])
+            while end < len(order) and tokens + len(ids[order[end]]) <= PACK_TOKENS:
+                tokens += len(ids[order[end]])
+                end += 1
+            batch = order[start:end]
+            out[batch] = self._forward([ids[i] for i in batch])
+            start = end
+        return out
+
+    def _forward(self, batch: list[np.ndarray]) -> np.ndarray:
+        """Unit vectors of a batch of token id arrays sorted by length."""
+        lengths = [len(ids) for ids in batch]
+        every = np.concatenate(batch)
+        n, dim, h = len(every), self.dim, self.heads
+        d = dim // h
+        x = self._words[every].astype(np.float32)
+        x *= self._word_scale[every, None]
+        x += self._positions[np.concatenate([np.arange(k) for k in lengths])]
+        x += self._type0
+        _layer_norm(x, *self._emb_norm, self.eps)
+        # (first row, texts, tokens each) of each run of texts of one length
+        runs: list[tuple[int, int, int]] = []
+        row = 0
+        for k in lengths:
+            if runs and runs[-1][2] == k:
+                first, count, _ = runs[-1]
+                runs[-1] = (first, count + 1, k)
+            else:
+                runs.append((row, 1, k))
+            row += k
+        qkv = np.empty((n, 3 * dim), dtype=np.float32)
+        context = np.empty((n, dim), dtype=np.float32)
+        y = np.empty((n, dim), dtype=np.float32)
+        up = np.empty((n, self._layers[0]["up"].shape[1]), dtype=np.float32)
+        scratch = (np.empty_like(up), np.empty_like(up), np.empty_like(up))
         scale = np.float32(1.0 / math.sqrt(d))
         for L in self._layers:
-            qkv = x @ L["qkv"] + L["qkv_b"]
-            q, k, v = (
-                qkv[:, j * self.dim : (j + 1) * self.dim].reshape(n, h, d).transpose(1, 0, 2)
-                for j in range(3)
-            )
-            a = (q @ k.transpose(0, 2, 1)) * scale
-            a = np.exp(a - a.max(-1, keepdims=True))
-            a /= a.sum(-1, keepdims=True)
-            c = (a @ v).transpose(1, 0, 2).reshape(n, self.dim)
-            x = self._norm(c @ L["out"] + L["out_b"] + x, L["n1_w"], L["n1_b"])
-            m = x @ L["up"] + L["up_b"]
-            m = 0.5 * m * (1.0 + _erf(m * np.float32(1.0 / math.sqrt(2.0))))
-            x = self._norm(m @ L["down"] + L["down_b"] + x, L["n2_w"], L["n2_b"])
-        pooled = x.mean(0)
-        return (pooled / max(float(np.linalg.norm(pooled)), 1e-12)).astype(np.float32)
+            np.matmul(x, L["qkv"], out=qkv)
+            qkv += L["qkv_b"]
+            for first, count, k in runs:
+                # (texts, tokens, q/k/v, heads, head dim) -> (texts, heads, tokens, head dim)
+                block = qkv[first : first + count * k].reshape(count, k, 3, h, d)
+                q = block[:, :, 0].transpose(0, 2, 1, 3)
+                keys = block[:, :, 1].transpose(0, 2, 3, 1)
+                v = block[:, :, 2].transpose(0, 2, 1, 3)
+                a = q @ keys
+                a *= scale
+                a -= a.max(-1, keepdims=True)
+                np.exp(a, out=a)
+                a /= a.sum(-1, keepdims=True)
+                context[first : first + count * k].reshape(count, k, h, d)[:] = (a @ v).transpose(
+                    0, 2, 1, 3
+                )
+            np.matmul(context, L["out"], out=y)
+            y += L["out_b"]
+            y += x
+            x, y = _layer_norm(y, L["n1_w"], L["n1_b"], self.eps), x
+            np.matmul(x, L["up"], out=up)
+            up += L["up_b"]
+            _gelu(up, *scratch)
+            np.matmul(up, L["down"], out=y)
+            y += L["down_b"]
+            y += x
+            x, y = _layer_norm(y, L["n2_w"], L["n2_b"], self.eps), x
+        starts = np.cumsum([0, *lengths[:-1]])
+        pooled = np.add.reduceat(x, starts, axis=0) / np.asarray(lengths, np.float32)[:, None]
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return (pooled / np.maximum(norms, 1e-12)).astype(np.float32, copy=False)
 
 
 #: How ``passage_text`` and the pooling make a vector (with the encoder's config, the recipe
@@ -172,6 +264,9 @@ def recipe(folder: Path = DEFAULT_RERANKER_DIR) -> str:
 
 #: How many texts without a vector the background fill reads at once.
 FILL_READ_AHEAD = 256
+#: How many texts the background fill encodes together (one packed batch of a typical
+#: section's length: ~0.1 s) before it looks again whether a search wants the core.
+FILL_STEP = 4
 
 
 def passage_text(title: str, heading_path: tuple[str, ...], content: str) -> str:
@@ -336,12 +431,15 @@ class Reranker:
         return np.array([float(vectors[hashes[key]] @ q) for key in keys]), len(missing)
 
     def _encode_chunks(self, chunks: Iterable[ChunkRecord]) -> dict[str, np.ndarray]:
-        made: dict[str, np.ndarray] = {}
+        texts: dict[str, str] = {}
         for c in chunks:
-            if c.content_hash not in made:
-                made[c.content_hash] = self._encode(
-                    passage_text(c.title, c.heading_path, c.content)
-                )
+            if c.content_hash not in texts:
+                texts[c.content_hash] = passage_text(c.title, c.heading_path, c.content)
+        made = (
+            dict(zip(texts, self.encoder.encode_many(list(texts.values())), strict=True))
+            if texts
+            else {}
+        )
         if made:
             try:
                 self.store.put_rerank_vectors(made.items())
@@ -381,15 +479,16 @@ class Reranker:
                 if row[0] not in seen:
                     rows.append(row)
         made: list[tuple[str, np.ndarray]] = []
-        for content_hash, title, heading_path, content in rows:
+        for start in range(0, len(rows), FILL_STEP):
             while time.monotonic() - self.last_search < pause_after_search:
                 if should_stop():
                     break
                 time.sleep(0.05)
             if should_stop():
                 break
-            text = passage_text(title, tuple(json.loads(heading_path)), content)
-            made.append((content_hash, self._encode(text)))
+            step = rows[start : start + FILL_STEP]
+            texts = [passage_text(r[1], tuple(json.loads(r[2])), r[3]) for r in step]
+            made.extend(zip((r[0] for r in step), self.encoder.encode_many(texts), strict=True))
         if made:
             self.store.put_rerank_vectors(made)
         elif not rows:  # all made: drop the vectors of texts no section has any more
