@@ -53,11 +53,14 @@ class SearchEngine:
         *,
         embedder: Embedder | None = None,
         rerank_waits: bool = True,
+        rerank_latest_only: bool = False,
     ) -> None:
         """``rerank_waits``: a search whose head lacks some of the re-ranker's vectors makes
-        them (a one-shot command or an agent: up to ~0.7 s the first time sections are seen);
-        ``False`` keeps the static order until :meth:`fill_rerank_vectors` has made them (the
-        app, which never waits)."""
+        them (up to ~0.6 s of CPU the first time a head's sections are seen), so the app, a
+        one-shot command and an agent order a question alike whatever vectors exist; ``False``
+        keeps the static order until :meth:`fill_rerank_vectors` has made them.
+        ``rerank_latest_only``: a search a newer one has replaced stops making them (the app,
+        which shows only its latest search)."""
         self.settings = settings
         #: the ranking's knobs (``docs/ranking.md``); a search may pass others
         self.params = settings.ranking
@@ -79,7 +82,12 @@ class SearchEngine:
         #: re-orders hybrid rankings' heads (None when ``rerank_depth`` is 0)
         self.reranker: Reranker | None = None
         if self.params.rerank_depth > 0 and self.params.rerank_weight > 0:
-            self.reranker = Reranker(self.index.store, self.params, on_demand=rerank_waits)
+            self.reranker = Reranker(
+                self.index.store,
+                self.params,
+                on_demand=rerank_waits,
+                latest_only=rerank_latest_only,
+            )
         self.retriever = Retriever(self.index, self.embedder, reranker=self.reranker)
 
     # -- index lifecycle ----------------------------------------------------------------
@@ -166,7 +174,7 @@ class SearchEngine:
         pause_after_search: float = 1.0,
     ) -> int:
         """Make up to ``batch`` of the re-ranker's missing section vectors (a background
-        worker's job: ~37 ms each); how many were made, 0 when none is missing or the
+        worker's job: ~28 ms of CPU each); how many were made, 0 when none is missing or the
         re-ranker is off."""
         if self.reranker is None:
             return 0

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -74,10 +75,11 @@ def _workspace(root: Path) -> Path:
 
 def _engine(tmp_path: Path, name: str = "index", **kw: object) -> SearchEngine:
     waits = bool(kw.pop("rerank_waits", True))
+    latest_only = bool(kw.pop("rerank_latest_only", False))
     settings = Settings(workspace=_workspace(tmp_path / "ws"), index_dir=tmp_path / name).replace(
         **kw
     )
-    engine = SearchEngine(settings, rerank_waits=waits)
+    engine = SearchEngine(settings, rerank_waits=waits, rerank_latest_only=latest_only)
     engine.build()
     return engine
 
@@ -149,6 +151,27 @@ def test_gelu_follows_the_error_function() -> None:
 def test_a_missing_encoder_is_a_model_error(tmp_path: Path) -> None:
     with pytest.raises(ModelError, match="re-ranker"):
         SentenceEncoder(tmp_path)
+
+
+def test_a_replaced_search_stops_making_vectors_and_the_latest_makes_them(
+    tmp_path: Path,
+) -> None:
+    """``latest_only`` (the app): a search a newer one has replaced keeps the static order
+    and leaves the vectors to the newer search, which orders as a one-shot search does."""
+    engine = _engine(tmp_path, rerank_latest_only=True)
+    reranker = engine.reranker
+    assert reranker is not None
+    keys = [r.key for r in engine.all_sections()][:4]
+    old = reranker.start(QUESTION)
+    # the user typed on: the next search starts on another worker thread
+    newer = threading.Thread(target=reranker.start, args=("a newer question",))
+    newer.start()
+    newer.join()
+    assert reranker.cosines(old, keys)[0] is None
+    assert engine.rerank_progress()[0] == 0
+    latest = engine.search(QUESTION, limit=10)
+    assert latest.reranked and latest.rerank_pending == 0
+    assert _order(engine) == _order(_engine(tmp_path, "one-shot"))
 
 
 def test_one_shot_search_makes_the_heads_vectors_and_reranks(tmp_path: Path) -> None:

@@ -300,9 +300,11 @@ def mix(scores: list[float], cosines: np.ndarray, weight: float, floor: float) -
 class Reranker:
     """Re-orders hybrid rankings' heads; makes and stores the vectors it needs.
 
-    ``on_demand``: a search encodes the head's missing vectors itself (one-shot commands,
-    where the answer matters more than a second); otherwise it keeps the static order and
-    :meth:`fill` (a background worker) owes them.
+    ``on_demand``: a search encodes the head's missing vectors itself, so that every
+    surface orders a question alike whatever vectors exist; otherwise it keeps the static order
+    and :meth:`fill` (a background worker) owes them. ``latest_only``: a search that a newer
+    one has replaced stops making vectors and keeps the static order (the app, which shows
+    only the latest search's results).
     """
 
     def __init__(
@@ -311,6 +313,7 @@ class Reranker:
         params: RankingParams,
         *,
         on_demand: bool = True,
+        latest_only: bool = False,
         encoder: Callable[[], SentenceEncoder] = SentenceEncoder,
     ) -> None:
         self.store = store
@@ -319,6 +322,12 @@ class Reranker:
         if not store.readonly and store.get_meta("rerank_recipe") != made_by:
             store.clear_rerank_vectors(made_by)
         self.on_demand = on_demand
+        self.latest_only = latest_only
+        #: searches started (``latest_only``: a search whose number is no longer the latest
+        #: stops making vectors)
+        self._started = 0
+        #: the number of the search this thread started last
+        self._mine = threading.local()
         self._make_encoder = encoder
         self._encoder: SentenceEncoder | None = None
         self._load_lock = threading.Lock()
@@ -363,6 +372,9 @@ class Reranker:
         while no section has a vector yet and none may be made now, nothing (the question is
         encoded later if the head turns out to have its vectors)."""
         self.last_search = time.monotonic()
+        with self._load_lock:
+            self._started += 1
+            self._mine.number = self._started
         if not self.on_demand and (
             not self._has_vectors() or (self._recent and not any(self._recent))
         ):
@@ -424,22 +436,32 @@ class Reranker:
                     self._wanted.popitem(last=False)
             return None, len(missing)
         if missing:
-            vectors.update(self._encode_chunks(self.store.chunks_by_keys(missing).values()))
+            ours = getattr(self._mine, "number", self._started)
+            replaced = (lambda: self._started != ours) if self.latest_only else (lambda: False)
+            vectors.update(
+                self._encode_chunks(self.store.chunks_by_keys(missing).values(), replaced)
+            )
         if any(hashes.get(key) not in vectors for key in keys):  # a section gone mid-search
             return None, len(missing)
         q = query.result() if isinstance(query, Future) else self.query_vector(query)
         return np.array([float(vectors[hashes[key]] @ q) for key in keys]), len(missing)
 
-    def _encode_chunks(self, chunks: Iterable[ChunkRecord]) -> dict[str, np.ndarray]:
+    def _encode_chunks(
+        self, chunks: Iterable[ChunkRecord], stop: Callable[[], bool]
+    ) -> dict[str, np.ndarray]:
+        """Encode and store the chunks' texts, ``FILL_STEP`` at a time until ``stop()``."""
         texts: dict[str, str] = {}
         for c in chunks:
             if c.content_hash not in texts:
                 texts[c.content_hash] = passage_text(c.title, c.heading_path, c.content)
-        made = (
-            dict(zip(texts, self.encoder.encode_many(list(texts.values())), strict=True))
-            if texts
-            else {}
-        )
+        hashes = list(texts)
+        made: dict[str, np.ndarray] = {}
+        for start in range(0, len(hashes), FILL_STEP):
+            if stop():
+                break
+            step = hashes[start : start + FILL_STEP]
+            vectors = self.encoder.encode_many([texts[h] for h in step])
+            made.update(zip(step, vectors, strict=True))
         if made:
             try:
                 self.store.put_rerank_vectors(made.items())
