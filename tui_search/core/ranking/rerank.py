@@ -10,12 +10,14 @@ as sentences, and its cosine is mixed into their scores::
 where ``cos'`` is the cosine min-max normalised over the head; ``depth`` and ``weight`` are
 ``RankingParams.rerank_depth`` and ``rerank_weight`` (docs/ranking.md#re-ranker).
 
-Costs, and how they are kept off the user's path:
-- a section's vector takes ~37 ms (128 tokens, two cores), so vectors are never made by the
-  indexer. They are content-addressed (``rerank_vectors``, by the chunk's content hash) and
-  made either on demand (one-shot searches: the CLI, eval, MCP) or by :meth:`Reranker.fill`
-  in the background (the app), which also picks up what the watcher changed. Until every
-  section of a head has its vector, a search that may not wait keeps the static order.
+Costs, and where the vectors are made:
+- a section's vector takes ~28 ms of CPU (one core, packed batches; 128 tokens at most), so
+  vectors are never made by the indexer (it would take 5-10 times longer). They are
+  content-addressed (``rerank_vectors``, by the chunk's content hash) and made on demand by
+  the search whose head lacks them, on every surface alike (the CLI, eval, MCP and the app), so
+  all of them order a question the same whatever vectors exist; the app's
+  :meth:`Reranker.fill` makes them in the background ahead of its searches and picks up what
+  the watcher changed. A search that may not wait (``on_demand`` False) keeps the static order.
 - the question's vector (~5-10 ms) is encoded while the arms are searched
   (:meth:`Reranker.start`).
 
