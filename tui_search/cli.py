@@ -71,8 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
     p_index.add_argument(
         "--rerank",
         action="store_true",
-        help="also make every re-ranker vector now (~17 sections/s; otherwise searches make "
-        "the ones they need, or the app makes them in the background)",
+        help="also make every re-ranker vector now (~35 sections/s; otherwise each search "
+        "makes the ones its head needs, and the app makes them in the background)",
     )
 
     p_search = sub.add_parser("search", help="search the workspace")
