@@ -259,6 +259,7 @@ def main() -> int:
         "--only", default="", help="comma-separated rows: search,fresh,eval,rerank,index,exact"
     )
     args = ap.parse_args()
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # the floor as the product runs
     only = {r for r in args.only.split(",") if r}
     want = lambda row: not only or row in only  # noqa: E731
     adopt_orphans()
