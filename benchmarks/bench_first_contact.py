@@ -19,8 +19,8 @@ Rows, on the Obsidian help vault and the English tldr pages:
 - re-ranker vectors (``index --rerank``): CPU seconds per section made, on the first
   ``--rerank-files`` notes of the vault.
 - cold ``index``: wall and CPU seconds beside ``qmd collection add``; on the vault beside the
-  floor of bare Whoosh writing plus static encoding of the same sections (this process, same
-  run); on tldr, the cores the tree kept busy (CPU / wall).
+  floor of bare Whoosh writing plus static encoding of the same sections (a process of its
+  own, same run); on tldr, the cores the tree kept busy (CPU / wall).
 - an exact identifier (``authorized_keys``) on tldr beside ``rg -l``.
 
 Usage:
@@ -189,9 +189,27 @@ def line(name: str, t: Timing, ref: Timing | None = None, ref_name: str = "") ->
     return text
 
 
-def floor_of(index_dir: Path, workspace: Path) -> tuple[float, float]:
-    """Seconds of bare Whoosh writing and of static encoding (model2vec's ``encode``) of the
-    sections of ``index_dir``, in this process."""
+def floor_of(index_dir: Path, workspace: Path) -> tuple[float, float, float]:
+    """Wall seconds of bare Whoosh writing and of static encoding (model2vec's ``encode``) of
+    the sections of ``index_dir``, and the CPU seconds of both, measured in a process of its own (this one stays small: a
+    child's peak RSS counts what it inherits at fork)."""
+    code = (
+        "import json, sys; sys.path.insert(0, sys.argv[1]); import bench_first_contact as b; "
+        "print(json.dumps(b.measure_floor(b.Path(sys.argv[2]), b.Path(sys.argv[3]))))"
+    )
+    here = str(Path(__file__).resolve().parent)
+    out = subprocess.run(
+        [sys.executable, "-c", code, here, str(index_dir), str(workspace)],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    whoosh_s, encode_s, cpu_s = json.loads(out.strip().splitlines()[-1])
+    return float(whoosh_s), float(encode_s), float(cpu_s)
+
+
+def measure_floor(index_dir: Path, workspace: Path) -> tuple[float, float, float]:
+    """``floor_of``, in the process that calls it."""
     from model2vec import StaticModel
     from whoosh import index as whoosh_index
 
@@ -204,7 +222,7 @@ def floor_of(index_dir: Path, workspace: Path) -> tuple[float, float]:
     texts = [r.embedding_text for r in records]
     model = StaticModel.from_pretrained(str(ROOT / "tui_search" / "models" / "default"))
     with tempfile.TemporaryDirectory() as tmp:
-        t0 = time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         ix = whoosh_index.create_in(tmp, make_schema())
         writer = ix.writer(limitmb=256)
         for r in records:
@@ -213,7 +231,7 @@ def floor_of(index_dir: Path, workspace: Path) -> tuple[float, float]:
         whoosh_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     model.encode(texts, batch_size=1024)
-    return whoosh_s, time.perf_counter() - t0
+    return whoosh_s, time.perf_counter() - t0, time.process_time() - c0
 
 
 def repeat_searches(
@@ -295,14 +313,17 @@ def main() -> int:
                 print(line(f"{s.name} index", t, q, "qmd"))
                 print(f"    cores kept busy: CPU / wall = {t.c / t.w:.2f}")
             if tree == "vault":
-                whoosh_s, encode_s = floor_of(sides[1].index_dir(tree), trees[tree])
+                whoosh_s, encode_s, floor_cpu = floor_of(sides[1].index_dir(tree), trees[tree])
                 floor = whoosh_s + encode_s
                 print(
                     f"  floor: bare Whoosh {whoosh_s:.3f} s + static encoding {encode_s:.3f} s "
-                    f"= {floor:.3f} s"
+                    f"= {floor:.3f} s wall, {floor_cpu:.3f} s CPU"
                 )
                 for s in sides:
-                    print(f"    {s.name} index / floor: {cold[s.name].w / floor:.2f}x wall")
+                    print(
+                        f"    {s.name} index / floor: {cold[s.name].w / floor:.2f}x wall, "
+                        f"{cold[s.name].c / floor_cpu:.2f}x CPU"
+                    )
 
     # -- the indexes the search rows use (qmd's collections too) -------------------------
     qmd.reset()
