@@ -404,10 +404,10 @@ def cmd_graph(args: argparse.Namespace) -> int:
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
-    try:
-        from tui_search.mcp.server import serve
-    except ImportError as exc:
-        _err(f"the MCP server needs the mcp extra: pip install 'tui-search[mcp]' ({exc})")
+    import importlib.util
+
+    if importlib.util.find_spec("mcp") is None:
+        _err("the MCP server needs the mcp extra: pip install 'tui-search[mcp]'")
         return EXIT_ERROR
     if args.port is not None and not args.http:
         _err("--port goes with --http")
@@ -419,7 +419,19 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     if not settings.workspace.is_dir():
         _err(f"workspace {settings.workspace} is not a folder")
         return EXIT_ERROR
-    return serve(settings, http=args.http, port=args.port)
+    front = None
+    if not args.http:
+        # the stdio wire is held and the handshake answered while the SDK loads
+        from tui_search import __version__
+        from tui_search.mcp.handshake import EarlyStdio
+
+        front = EarlyStdio.claim(__version__)
+    try:
+        from tui_search.mcp.server import serve
+    except ImportError as exc:
+        _err(f"the MCP server needs the mcp extra: pip install 'tui-search[mcp]' ({exc})")
+        return EXIT_ERROR
+    return serve(settings, http=args.http, port=args.port, front=front)
 
 
 def cmd_app(args: argparse.Namespace) -> int:
