@@ -245,9 +245,8 @@ class Retriever:
         # the question's sentence vector is encoded on another thread while the arms search
         question: Future[np.ndarray] | str | np.ndarray | None = None
         if self.reranker is not None and steps.rerank and not plan.listing:
-            if (
-                like_vector is not None
-            ):  # like:DOC: the documents' sections, as the encoder reads them
+            if like_vector is not None:
+                # like:DOC: the question is the documents' sections, as the encoder reads them
                 try:
                     question = self.reranker.documents_vector(
                         like_paths, plan.semantic_text if plan.similar_in_vector else None
