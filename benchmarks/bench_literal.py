@@ -60,6 +60,8 @@ LITERALS = [
     "Get-ChildItem -Recurse",
     "$env:PATH",
     "::",
+    "psitem.",
+    "-erroraction",
 ]
 
 GRAM = 3

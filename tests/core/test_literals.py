@@ -153,6 +153,8 @@ def test_the_narrowing_terms_hold_every_match() -> None:
         ".NET": ["ASP.NET", ".NET 8", "x.NET"],
         "-ComputerName": ["Get-Process -ComputerName a", "[-ComputerName <String[]>]"],
         "v2": ["v2.0", "v2"],
+        "psitem.": ["$PSItem.Name", "psitem.x", "$PSITEM.Name"],
+        "$_.Name": ["$_.Name", "($_.Name)"],
     }
     for literal, holders in cases.items():
         lit = Literal(literal)

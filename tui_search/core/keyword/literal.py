@@ -98,11 +98,15 @@ class Literal:
         stop words left out. The analyzer indexes each such part on its own whatever word
         holds it (``x.PowerShell`` gives ``power`` and ``shell``), so these terms narrow the
         scan without losing a match. Runs with digits or ``_`` give none (``v2`` is indexed as
-        ``v`` and ``2`` inside ``v2.0``, as ``v2`` alone)."""
+        ``v`` and ``2`` inside ``v2.0``, as ``v2`` alone). A literal matched in any case gives
+        only its one-letter runs: ``psitem`` may be written ``PSItem`` inside ``$PSItem.Name``,
+        indexed as ``ps`` and ``item``, not ``psitem``."""
         out: list[str] = []
         for m in _WORD_RUN.finditer(self.text):
             run = m.group()
             if not (run.isascii() and run.isalpha()):
+                continue
+            if not self.case_sensitive and len(run) > 1:
                 continue
             for part in _CAMEL.findall(run):
                 low = part.lower()
