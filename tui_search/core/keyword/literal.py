@@ -2,10 +2,10 @@
 ``".NET"``, ``"--force"``) matches exactly that character sequence in a section's text.
 
 The analyzer keeps words only, so a literal is found by a scan: the sections that can hold it
-are narrowed with the index's postings (:func:`Literal.terms`: the words every occurrence is
+are narrowed with the index's postings (:attr:`Literal.terms`: the words every occurrence is
 indexed under), then their text is read from the manifest and matched with
-:attr:`Literal.pattern` (``Store.literal_keys``). A literal with no such word (``"![["``,
-``"$_"``) is scanned for in every section. Why a scan and not a character n-gram field:
+:attr:`Literal.pattern` (``Store.texts_holding``). A literal with no such word (``"![["``,
+``"$_"``, most literals matched in any case) is scanned for in every section. Why a scan and not a character n-gram field:
 docs/query-language.md#literals (figures from ``benchmarks/bench_literal.py``).
 
 The match rules:
