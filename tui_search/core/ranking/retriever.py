@@ -232,7 +232,7 @@ class Retriever:
         steps = self.steps(plan, mode, params)
         allowed, like_vector, like_paths, tiers = self._resolve(plan, c, snap)
         if like_vector is None and analyses_to_nothing(plan):
-            # punctuation or common words alone ("---", "![["): the arms would return filler
+            # punctuation or common words alone ("---", "!!!"): the arms would return filler
             c.warnings.append(
                 f"“{plan.semantic_text}” holds no searchable word (punctuation and common "
                 "words are not indexed): nothing is searched"
