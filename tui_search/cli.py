@@ -176,10 +176,11 @@ class ProgressPrinter:
         sys.stderr.flush()
 
 
-def open_engine(settings: Settings) -> SearchEngine:
+def open_engine(settings: Settings, *, search_mode: str | None = None) -> SearchEngine:
+    """The engine of a command; ``search_mode``: the mode of the search it answers."""
     from tui_search.core.engine import SearchEngine
 
-    return SearchEngine(settings)
+    return SearchEngine(settings, search_mode=search_mode)
 
 
 def cmd_index(args: argparse.Namespace) -> int:
@@ -291,10 +292,10 @@ def _bold(text: str, tty: bool) -> str:
     return f"\x1b[1m{text}\x1b[0m" if tty else text
 
 
-def open_synced(args: argparse.Namespace) -> SearchEngine:
+def open_synced(args: argparse.Namespace, *, search_mode: str | None = None) -> SearchEngine:
     """An engine whose index is brought up to date first, unless another process is writing
     (then the index is used as it is, and a note says so)."""
-    engine = open_engine(settings_from(args))
+    engine = open_engine(settings_from(args), search_mode=search_mode)
     try:
         report, busy = engine.try_sync(ProgressPrinter(sys.stderr.isatty() and not args.json))
     except BaseException:
@@ -308,7 +309,7 @@ def open_synced(args: argparse.Namespace) -> SearchEngine:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    engine = open_synced(args)
+    engine = open_synced(args, search_mode=args.mode)
     try:
         results = engine.search(
             args.query,
@@ -403,10 +404,10 @@ def cmd_graph(args: argparse.Namespace) -> int:
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
-    try:
-        from tui_search.mcp.server import serve
-    except ImportError as exc:
-        _err(f"the MCP server needs the mcp extra: pip install 'tui-search[mcp]' ({exc})")
+    import importlib.util
+
+    if importlib.util.find_spec("mcp") is None:
+        _err("the MCP server needs the mcp extra: pip install 'tui-search[mcp]'")
         return EXIT_ERROR
     if args.port is not None and not args.http:
         _err("--port goes with --http")
@@ -418,7 +419,19 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     if not settings.workspace.is_dir():
         _err(f"workspace {settings.workspace} is not a folder")
         return EXIT_ERROR
-    return serve(settings, http=args.http, port=args.port)
+    front = None
+    if not args.http:
+        # the stdio wire is held and the handshake answered while the SDK loads
+        from tui_search import __version__
+        from tui_search.mcp.handshake import EarlyStdio
+
+        front = EarlyStdio.claim(__version__)
+    try:
+        from tui_search.mcp.server import serve
+    except ImportError as exc:
+        _err(f"the MCP server needs the mcp extra: pip install 'tui-search[mcp]' ({exc})")
+        return EXIT_ERROR
+    return serve(settings, http=args.http, port=args.port, front=front)
 
 
 def cmd_app(args: argparse.Namespace) -> int:

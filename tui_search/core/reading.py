@@ -31,14 +31,17 @@ from dataclasses import dataclass
 from tui_search.core.errors import NotFoundError, QueryError
 from tui_search.core.records import ChunkRecord
 from tui_search.core.store import Store
-from tui_search.core.tokens import cut_to_tokens, estimate_tokens
+from tui_search.core.tokens import (
+    DEFAULT_MAX_TOKENS,
+    MAX_TOKENS_LIMIT,
+    cut_to_tokens,
+    estimate_tokens,
+)
 from tui_search.core.workspace import ReadResult
 
 CONTEXTS = ("section", "with_siblings", "document")
-DEFAULT_MAX_TOKENS = 2000
 #: Tokens left over at a cut worth the start of the next line (a long line is read in parts).
 MIN_LINE_PART = 16
-MAX_TOKENS_LIMIT = 20000
 
 
 class CursorError(QueryError):

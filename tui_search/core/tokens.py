@@ -12,6 +12,10 @@ from __future__ import annotations
 
 import re
 
+#: A read's token budget unless asked otherwise, and the most one read may ask for.
+DEFAULT_MAX_TOKENS = 2000
+MAX_TOKENS_LIMIT = 20000
+
 # CJK ideographs, kana, Hangul syllables and full-width forms: a token a character
 _WIDE = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef"
 _TOKEN_RE = re.compile(rf"[{_WIDE}]|[^\W{_WIDE}]+|[^\w\s]")

@@ -6,13 +6,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tui_search.core.errors import NotFoundError, QueryError, TuiSearchError
-from tui_search.core.reading import Reading, decode_cursor
 from tui_search.core.tokens import cut_to_tokens, estimate_tokens
 from tui_search.mcp.budget import short
 from tui_search.mcp.schemas import ReadManyItem, ReadManyReply, ReadPart, ReadReply
 from tui_search.mcp.text import clean
 
 if TYPE_CHECKING:
+    from tui_search.core.reading import Reading
     from tui_search.core.records import FileRecord
     from tui_search.mcp.live import LiveIndex
 
@@ -58,6 +58,8 @@ class ReadService:
         cursor: str | None,
     ) -> ReadReply:
         if context is None:  # a cursor goes on with its own read's context
+            from tui_search.core.reading import decode_cursor  # numpy: loaded with the index
+
             context = decode_cursor(cursor).context if cursor else "with_siblings"
         engine = self.live.engine()
         r = engine.read(

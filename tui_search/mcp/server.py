@@ -19,10 +19,11 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, cast
 
 from mcp.server import MCPServer
 
+from tui_search.mcp.handshake import INSTRUCTIONS, SERVER_NAME, EarlyStdio
 from tui_search.mcp.live import LiveIndex
 from tui_search.mcp.service import AgentService
 from tui_search.mcp.tools import all_tools
@@ -30,17 +31,8 @@ from tui_search.mcp.tools import all_tools
 if TYPE_CHECKING:
     from tui_search.config import Settings
 
-SERVER_NAME = "tui-search"
 #: The resource template of a document: ``tui-search://guides/setup.md``.
 DOCUMENT_URI = "tui-search://{+path}"
-
-INSTRUCTIONS = (
-    "Search a folder of markdown notes. Start with `search` (compact snippets by default), then "
-    "`read` a section id with `context=with_siblings` to see it in place; cite file:line from the "
-    "line numbers. `grep` finds literal text (punctuation, markup), `find_documents` lists whole "
-    "documents, `related` follows links and finds similar documents, `recent_changes` says what "
-    "changed, `status` says how fresh the index is. Page with `cursor` alone."
-)
 
 
 def build_server(service: AgentService) -> MCPServer:
@@ -60,8 +52,7 @@ def build_server(service: AgentService) -> MCPServer:
         mime_type="text/markdown",
     )
     def document(path: str) -> str:
-        from tui_search.core.reading import MAX_TOKENS_LIMIT
-        from tui_search.core.tokens import cut_to_tokens
+        from tui_search.core.tokens import MAX_TOKENS_LIMIT, cut_to_tokens
         from tui_search.mcp.text import clean
 
         record = service.document(path)
@@ -89,13 +80,41 @@ def _stop_on_sigterm() -> None:
     signal.signal(signal.SIGTERM, handler)
 
 
+def run_stdio(server: MCPServer, front: EarlyStdio) -> None:
+    """Serve ``server`` over the stdio wire that ``front`` has held since start."""
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    sdk_in, sdk_out = front.streams()
+    # the SDK's own ``run("stdio")`` claims fd 0 and 1 itself; the front already holds them,
+    # so the SDK's runner is given its streams
+    lowlevel = server._lowlevel_server
+
+    stdin, stdout = (anyio.wrap_file(cast("IO[str]", f)) for f in (sdk_in, sdk_out))
+
+    async def run() -> None:
+        async with stdio_server(stdin, stdout) as (read, write):
+            await lowlevel.run(read, write, lowlevel.create_initialization_options())
+
+    anyio.run(run)
+
+
 def serve(
-    settings: Settings, *, watch: bool = True, http: bool = False, port: int | None = None
+    settings: Settings,
+    *,
+    watch: bool = True,
+    http: bool = False,
+    port: int | None = None,
+    front: EarlyStdio | None = None,
 ) -> int:
-    """Serve until the client closes stdin (stdio) or the process is stopped (HTTP)."""
+    """Serve until the client closes stdin (stdio) or the process is stopped (HTTP).
+    ``front``: the stdio wire, held and answering the handshake since start (made here when
+    not given)."""
     logging.basicConfig(
         stream=sys.stderr, level=logging.INFO, format="tui-search mcp: %(message)s", force=True
     )
+    from tui_search import __version__
+
     started = time.perf_counter()
     live = open_live(settings, watch=watch)
     service = AgentService(live)
@@ -117,7 +136,7 @@ def serve(
                 "the index builds in the background)"
             )
             note("waiting for an MCP client on stdin (this is a stdio server; Ctrl-C to stop)")
-            server.run("stdio")
+            run_stdio(server, front or EarlyStdio.claim(__version__))
     except KeyboardInterrupt:
         pass
     finally:

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
 from tui_search.core.errors import TuiSearchError
 from tui_search.core.plan import DEFAULT_MODE, Mode
-from tui_search.core.reading import DEFAULT_MAX_TOKENS, MAX_TOKENS_LIMIT
+from tui_search.core.tokens import DEFAULT_MAX_TOKENS, MAX_TOKENS_LIMIT
 from tui_search.mcp import render
 from tui_search.mcp.budget import cap_text
 from tui_search.mcp.cursors import MAX_CURSOR_CHARS

@@ -14,16 +14,12 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from tui_search.core.textsafe import sanitize_terminal
+from tui_search.core.textsafe import one_line
 from tui_search.ui.render import LinkEntry
 
 T = TypeVar("T")
 #: Characters of a picker row that fit the box without wrapping (see app.tcss).
 ROW_WIDTH = 86
-
-
-def _one_line(text: str) -> str:
-    return sanitize_terminal(text).replace("\n", " ")
 
 
 class PickerScreen(ModalScreen[T | None], Generic[T]):
@@ -92,7 +88,7 @@ def links_picker(title: str, links: tuple[LinkEntry, ...]) -> PickerScreen[LinkE
             if e.broken:
                 prompt = Content.assemble(
                     ("  ✗ ", "$text-muted"),
-                    (_one_line(e.text), "$text-muted"),
+                    (one_line(e.text), "$text-muted"),
                     ("  broken link", "italic $warning"),
                 )
                 rows.append((prompt, None))
@@ -101,12 +97,12 @@ def links_picker(title: str, links: tuple[LinkEntry, ...]) -> PickerScreen[LinkE
             where = (e.path or "") + (f"#{e.anchor}" if e.anchor else "")
             prompt = Content.assemble(
                 (f"  {arrow} ", "$accent"),
-                (_one_line(name_of) + "  " if name_of else "", "$foreground"),
-                (_one_line(where), "$text-muted"),
+                (one_line(name_of) + "  " if name_of else "", "$foreground"),
+                (one_line(where), "$text-muted"),
             )
             rows.append((prompt, e))
     return PickerScreen(
-        Content.assemble(("Links of ", "bold $primary"), (_one_line(title), "bold $foreground")),
+        Content.assemble(("Links of ", "bold $primary"), (one_line(title), "bold $foreground")),
         rows,
         "enter: show in the preview · escape: close",
     )
@@ -133,11 +129,11 @@ def community_picker(communities: list[Any], active: int | None) -> PickerScreen
         )
     for c in communities:
         mark = "● " if c.id == active else "  "
-        label = _one_line(c.label)
+        label = one_line(c.label)
         size = f"  {len(c.documents)} documents  "
         names = ", ".join(posixpath.splitext(posixpath.basename(d))[0] for d in c.documents)
         room = max(10, ROW_WIDTH - len(mark) - len(label) - len(size))
-        sample = _one_line(names if len(names) <= room else names[: room - 1] + "…")
+        sample = one_line(names if len(names) <= room else names[: room - 1] + "…")
         rows.append(
             (
                 Content.assemble(

@@ -20,7 +20,7 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from tui_search.core.results import IndexStatus
-from tui_search.core.textsafe import sanitize_terminal
+from tui_search.core.textsafe import one_line
 
 if TYPE_CHECKING:
     from tui_search.ui.app import TuiSearchApp
@@ -58,10 +58,6 @@ def ago(when: float, now: float | None = None) -> str:
     return f"{seconds / 86400:.0f} days ago"
 
 
-def _one_line(text: str) -> str:
-    return sanitize_terminal(text).replace("\n", " ")
-
-
 def status_content(
     status: IndexStatus, watcher: WatcherInfo, *, now: float | None = None
 ) -> Content:
@@ -78,9 +74,9 @@ def status_content(
     rows.append(row("documents", f"{status.documents}"))
     rows.append(row("sections", f"{status.sections}  ({status.chunks} chunks)"))
     rows.append(
-        row("size on disk", f"{human_bytes(status.index_bytes)}  {_one_line(status.index_dir)}")
+        row("size on disk", f"{human_bytes(status.index_bytes)}  {one_line(status.index_dir)}")
     )
-    rows.append(row("model", _one_line(status.model)))
+    rows.append(row("model", one_line(status.model)))
     if status.rerank is None:
         rows.append(row("re-ranker", "off (rerank_depth = 0)"))
     else:
@@ -91,12 +87,12 @@ def status_content(
     rows.append(Content(""))
     rows.append(head("Watcher"))
     state_style = "$error" if watcher.state.startswith("error") else ""
-    rows.append(row("state", _one_line(watcher.state), state_style))
+    rows.append(row("state", one_line(watcher.state), state_style))
     rows.append(row("pending changes", f"{watcher.pending}"))
-    rows.append(row("last batch", _one_line(watcher.last_batch) or "none yet"))
+    rows.append(row("last batch", one_line(watcher.last_batch) or "none yet"))
     if watcher.errors:
         for err in watcher.errors[-3:]:
-            rows.append(row("error", _one_line(err), "$error"))
+            rows.append(row("error", one_line(err), "$error"))
     else:
         rows.append(row("errors", "none"))
     rows.append(Content(""))
@@ -109,12 +105,12 @@ def status_content(
     rows.append(Content(""))
     rows.append(head("Ignore rules in force"))
     for rule in status.builtin_ignores:
-        rows.append(row("built in", _one_line(rule)))
+        rows.append(row("built in", one_line(rule)))
     for f in status.ignore_files:
-        shown = ", ".join(_one_line(r) for r in f.rules[:8]) or "(empty)"
+        shown = ", ".join(one_line(r) for r in f.rules[:8]) or "(empty)"
         if len(f.rules) > 8:
             shown += f", … {len(f.rules) - 8} more"
-        rows.append(row(_one_line(f.path), shown))
+        rows.append(row(one_line(f.path), shown))
     rows.append(Content(""))
     rows.append(
         head(
@@ -133,7 +129,7 @@ def file_rows(status: IndexStatus) -> list[tuple[Content, str]]:
     return [
         (
             Content.assemble(
-                (label, style), (_one_line(path), "bold"), "  ", (_one_line(why), "$text-muted")
+                (label, style), (one_line(path), "bold"), "  ", (one_line(why), "$text-muted")
             ),
             path,
         )
@@ -194,7 +190,7 @@ class StatusScreen(ModalScreen[None]):
         except Exception as exc:  # noqa: BLE001 - shown on the screen
             self.app.call_from_thread(
                 self.query_one("#status-body", Static).update,
-                Content.styled(_one_line(f"Cannot read the index status: {exc}"), "$error"),
+                Content.styled(one_line(f"Cannot read the index status: {exc}"), "$error"),
             )
             return
         self.app.call_from_thread(self._show, status)
