@@ -306,8 +306,15 @@ class SearchEngine:
         from tui_search.core.query import compile_query
 
         query, note = clean_query_text(query)
-        plan = compile_query(query)
+        plan = compile_query(query, self.knows_parameter)
         return plan.with_warning(note) if note else plan
+
+    def knows_parameter(self, text: str) -> bool:
+        """Whether a section holds ``text`` (``-ComputerName``) as a command's parameter is
+        written: the query language's ``-Word`` rule (docs/query-language.md)."""
+        from tui_search.core.keyword.literal import Literal
+
+        return self.retriever.knows_literal(Literal(text, parameter=True))
 
     def embed_query(self, text: str) -> Any:
         return self.retriever.embed_query(text)

@@ -376,3 +376,25 @@ def test_the_app_encodes_the_question_early_only_while_heads_have_their_vectors(
     assert engine.search(QUESTION).reranked  # encoded after the arms, the head being complete
     assert isinstance(rr.start(QUESTION), Future)  # and early again from now on
     engine.close()
+
+
+def test_similar_and_like_are_reranked(tmp_path: Path) -> None:
+    """A search by meaning (``similar:``, ``like:``) is re-read by the encoder too, in the
+    semantic mode it runs in."""
+    engine = _engine(tmp_path)
+    query = f'similar:"{QUESTION}"'
+    results = engine.search(query, limit=10, explain=True)
+    assert results.mode == "semantic" and results.reranked
+    assert results.hits[0].scores["rerank_cosine"] is not None
+    off = _engine(tmp_path, "off", rerank_depth=0)
+    static = [section_of(s.key) for s in off.rank(query)[0]]
+    off.close()
+    now = [section_of(s.key) for s in engine.rank(query)[0]]
+    slow, keys = "perf:why-the-endpoints-are-slow", "security:how-to-rotate-api-keys"
+    assert now.index(slow) < static.index(slow)
+    assert now.index(slow) < now.index(keys)
+    # like:DOC: the question is the document as the encoder reads it
+    like = engine.search("like:guide", limit=10, explain=True)
+    assert like.reranked and all(h.file_path != "guide.md" for h in like.hits)
+    assert like.hits[0].scores["rerank_cosine"] is not None
+    engine.close()

@@ -269,6 +269,9 @@ FILL_READ_AHEAD = 256
 #: How many texts the background fill encodes together (one packed batch of a typical
 #: section's length: ~0.1 s) before it looks again whether a search wants the core.
 FILL_STEP = 4
+#: ``like:DOC``'s question is read from the document's first this many chunks (its title and
+#: opening say what it is about; a long document's every section would cost ~27 ms each).
+LIKE_SECTIONS = 8
 
 
 def passage_text(title: str, heading_path: tuple[str, ...], content: str) -> str:
@@ -397,7 +400,28 @@ class Reranker:
             self._any = self.store.has_rerank_vectors()
         return self._any
 
-    def apply(self, query: Future[np.ndarray] | str, ranked: list[Scored]) -> RerankOutcome:
+    def documents_vector(self, paths: list[str], text: str | None = None) -> np.ndarray | None:
+        """The question of ``like:DOC``: the mean of the encoder's vectors of each document's
+        first ``LIKE_SECTIONS`` chunks (and of ``text``, ``similar:`` beside ``like:``), unit
+        length; None when some have no vector and none may be made now."""
+        keys: list[str] = []
+        for path in paths:
+            keys += [c.key for c in self.store.chunks_for_path(path)[:LIKE_SECTIONS]]
+        vectors, hashes, _ = self._vectors(keys)
+        if vectors is None:
+            return None
+        rows = [vectors[hashes[k]] for k in keys if hashes.get(k) in vectors]
+        if text:
+            rows.append(self.query_vector(text))
+        if not rows:
+            return None
+        mean = np.mean(np.stack(rows), axis=0).astype(np.float32)
+        norm = float(np.linalg.norm(mean))
+        return mean / norm if norm > 0 else None
+
+    def apply(
+        self, query: Future[np.ndarray] | str | np.ndarray, ranked: list[Scored]
+    ) -> RerankOutcome:
         """Re-score the head of ``ranked`` (sorted, best first) in place and sort it again."""
         self.last_search = time.monotonic()
         k = self.params.rerank_depth
@@ -418,11 +442,13 @@ class Reranker:
         ranked[:k] = sorted(head, key=lambda s: (-s.score, s.key))
         return RerankOutcome(True, missing)
 
-    def cosines(
-        self, query: Future[np.ndarray] | str, keys: list[str]
-    ) -> tuple[np.ndarray | None, int]:
-        """(the encoder's cosine of the question with each section of ``keys``, or None when
-        some have no vector and this reranker may not make them; how many had none)."""
+    def _vectors(
+        self, keys: list[str], replaced: Callable[[], bool] = lambda: False
+    ) -> tuple[dict[str, np.ndarray] | None, dict[str, str], int]:
+        """(content hash -> the encoder's vector, chunk key -> content hash, how many had no
+        vector) for ``keys``, the missing ones made when this reranker may (until
+        ``replaced()``); no vectors (None) when some have none and may not be made now (they
+        are owed to the background fill)."""
         hashes = self.store.content_hashes(keys)
         vectors = self.store.rerank_vectors(set(hashes.values()))
         missing = [key for key in keys if hashes.get(key) not in vectors]
@@ -436,17 +462,32 @@ class Reranker:
                         self._wanted.move_to_end(hashes[key])
                 while len(self._wanted) > 10 * max(self.params.rerank_depth, 1):
                     self._wanted.popitem(last=False)
-            return None, len(missing)
+            return None, hashes, len(missing)
         if missing:
-            ours = getattr(self._mine, "number", self._started)
-            replaced = (lambda: self._started != ours) if self.latest_only else (lambda: False)
             vectors.update(
                 self._encode_chunks(self.store.chunks_by_keys(missing).values(), replaced)
             )
+        return vectors, hashes, len(missing)
+
+    def cosines(
+        self, query: Future[np.ndarray] | str | np.ndarray, keys: list[str]
+    ) -> tuple[np.ndarray | None, int]:
+        """(the encoder's cosine of the question with each section of ``keys``, or None when
+        some have no vector and this reranker may not make them; how many had none)."""
+        ours = getattr(self._mine, "number", self._started)
+        replaced = (lambda: self._started != ours) if self.latest_only else (lambda: False)
+        vectors, hashes, missing = self._vectors(keys, replaced)
+        if vectors is None:
+            return None, missing
         if any(hashes.get(key) not in vectors for key in keys):  # a section gone mid-search
-            return None, len(missing)
-        q = query.result() if isinstance(query, Future) else self.query_vector(query)
-        return np.array([float(vectors[hashes[key]] @ q) for key in keys]), len(missing)
+            return None, missing
+        if isinstance(query, Future):
+            q = query.result()
+        elif isinstance(query, np.ndarray):
+            q = query
+        else:
+            q = self.query_vector(query)
+        return np.array([float(vectors[hashes[key]] @ q) for key in keys]), missing
 
     def _encode_chunks(
         self, chunks: Iterable[ChunkRecord], stop: Callable[[], bool]
