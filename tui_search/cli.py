@@ -71,8 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
     p_index.add_argument(
         "--rerank",
         action="store_true",
-        help="also make every re-ranker vector now (~17 sections/s; otherwise searches make "
-        "the ones they need, or the app makes them in the background)",
+        help="also make every re-ranker vector now (~35 sections/s; otherwise each search "
+        "makes the ones its head needs, and the app makes them in the background)",
     )
 
     p_search = sub.add_parser("search", help="search the workspace")
@@ -176,10 +176,11 @@ class ProgressPrinter:
         sys.stderr.flush()
 
 
-def open_engine(settings: Settings) -> SearchEngine:
+def open_engine(settings: Settings, *, search_mode: str | None = None) -> SearchEngine:
+    """The engine of a command; ``search_mode``: the mode of the search it answers."""
     from tui_search.core.engine import SearchEngine
 
-    return SearchEngine(settings)
+    return SearchEngine(settings, search_mode=search_mode)
 
 
 def cmd_index(args: argparse.Namespace) -> int:
@@ -291,10 +292,10 @@ def _bold(text: str, tty: bool) -> str:
     return f"\x1b[1m{text}\x1b[0m" if tty else text
 
 
-def open_synced(args: argparse.Namespace) -> SearchEngine:
+def open_synced(args: argparse.Namespace, *, search_mode: str | None = None) -> SearchEngine:
     """An engine whose index is brought up to date first, unless another process is writing
     (then the index is used as it is, and a note says so)."""
-    engine = open_engine(settings_from(args))
+    engine = open_engine(settings_from(args), search_mode=search_mode)
     try:
         report, busy = engine.try_sync(ProgressPrinter(sys.stderr.isatty() and not args.json))
     except BaseException:
@@ -308,7 +309,7 @@ def open_synced(args: argparse.Namespace) -> SearchEngine:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    engine = open_synced(args)
+    engine = open_synced(args, search_mode=args.mode)
     try:
         results = engine.search(
             args.query,

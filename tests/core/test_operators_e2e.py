@@ -144,10 +144,22 @@ def test_hybrid_keeps_what_the_operators_require(
 ) -> None:
     """``AND``, ``OR`` and ``+"x"`` restrict the semantic side as the keyword arm: hybrid mode
     ranks the same sections differently, it adds none."""
-    for query in ("postgres AND backup in:guides", '+"connection pool"', "pooling OR replica"):
-        kw = search(engine, query)
-        hy = search(engine, query, "hybrid")
-        assert sections(kw) and sections(kw) == sections(hy), query
+    for query in (
+        "postgres AND backup in:guides",
+        "postgres AND backup",
+        '+"connection pool"',
+        '+"point-in-time"',
+        '"point-in-time"',
+        "+pgbouncer pool sizing",
+        "pooling OR replica",
+        "backup NOT postgres",
+        '"point-in-time" AND NOT wal',
+    ):
+        kw = engine.search(query, mode="keyword", limit=ALL)
+        hy = engine.search(query, mode="hybrid", limit=ALL)
+        assert not kw.warnings and not hy.warnings
+        assert sections(kw.hits) and sections(kw.hits) == sections(hy.hits), query
+        assert kw.total_results == hy.total_results == len(kw.hits), query
     hy = search(engine, "postgres AND backup in:guides", "hybrid")
     assert all(chunks[k].file_path.startswith("guides/") for k in keys(hy))
 

@@ -25,6 +25,9 @@ NOT_ON_THE_SEARCH_PATH = (
     "joblib",
     "pathspec",
     "numpy.random",
+    "whoosh.lang.porter",
+    "whoosh.lang.morph_en",
+    "whoosh.lang.dmetaphone",
     "tui_search.core.duplicates",
     "tui_search.core.reading",
     "textual",
@@ -54,6 +57,10 @@ def test_a_search_process_imports_only_what_it_uses(tmp_path: Path) -> None:
         assert whoosh.compat.urlretrieve.__name__ == "urlretrieve"
         async def coro(): pass
         assert cached_property.asyncio.iscoroutinefunction(coro)
+        from whoosh.analysis import StemmingAnalyzer
+        from whoosh.query.terms import variations
+        assert [t.text for t in StemmingAnalyzer()("walks")] == ["walk"]
+        assert "ran" in variations("run")
         print(json.dumps(loaded))
         """
     )

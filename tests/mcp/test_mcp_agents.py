@@ -127,8 +127,10 @@ def test_multi_word_exact_terms_restrict_instead_of_crashing(agent: Agent, term:
 
 def test_exact_term_without_letters_points_to_grep(agent: Agent) -> None:
     assert "grep" in agent.error("search", {"exact_terms": ["![["]})
-    data, _ = agent.ok("search", {"query": '"![["'})
-    assert any("no letters or digits" in w and "grep" in w for w in data["warnings"])
+    # a quoted literal is searched for as written: the sections holding those characters
+    data, _ = agent.ok("search", {"query": '"![["', "detail": "ids"})
+    assert not any("no letters or digits" in w for w in data["warnings"])
+    assert {h["section_id"].split(":")[0] for h in data["hits"]} == {"notes/embeds"}
 
 
 def test_grep_finds_every_note_with_literal_syntax(agent: Agent) -> None:

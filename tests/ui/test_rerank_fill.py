@@ -43,3 +43,26 @@ async def test_the_app_fills_the_rerankers_vectors_in_the_background(
         await settle(pilot)
         results = app.search_screen.last_results
         assert results is not None and results.reranked
+
+
+async def test_the_apps_first_search_orders_as_a_one_shot_search_does(
+    workspace: Path, app_factory: AppFactory, tmp_path: Path
+) -> None:
+    """On a fresh index, before any background fill, the app's search makes its head's
+    vectors and orders the results as the command line's engine does on an index of its own."""
+    from tui_search.config import Settings
+    from tui_search.core.engine import SearchEngine
+    from tui_search.ui.app import default_engine_factory
+
+    question = "restore a backup"
+    app = app_factory(workspace, engine_factory=default_engine_factory)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        await search(pilot, question)
+        await settle(pilot)
+        results = app.search_screen.last_results
+        assert results is not None and results.reranked
+        in_app = [h.section_id for h in results.hits]
+    one_shot = SearchEngine(Settings(workspace=workspace, index_dir=tmp_path / "cli-index"))
+    one_shot.build()
+    assert in_app == [h.section_id for h in one_shot.search(question, limit=50).hits]

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from tui_search.core import paging
 from tui_search.core.embedding import Embedder, Model2VecEmbedder, TokenEmbedder
@@ -16,7 +18,8 @@ from tui_search.core.options import CoreSettings
 from tui_search.core.plan import Mode, QueryPlan, as_mode
 from tui_search.core.ranking.fusion import Scored
 from tui_search.core.ranking.params import RankingParams
-from tui_search.core.ranking.rerank import Reranker
+from tui_search.core.ranking.policy import MODES
+from tui_search.core.ranking.rerank import Reranker, SentenceEncoder
 from tui_search.core.ranking.retriever import Retriever
 from tui_search.core.records import ChunkRecord, FileRecord
 from tui_search.core.results import (
@@ -44,6 +47,24 @@ FIRST_INDEX_BATCH = 200
 CLOSEST = 3
 
 
+T = TypeVar("T")
+
+
+def _loading(make: Callable[[], T]) -> Callable[[], T]:
+    """``make()`` started now on a daemon thread; the function returned waits for its value
+    (or raises what it raised)."""
+    done: Future[T] = Future()
+
+    def run() -> None:
+        try:
+            done.set_result(make())
+        except BaseException as exc:  # noqa: BLE001 - handed to whoever waits for it
+            done.set_exception(exc)
+
+    threading.Thread(target=run, name="load-reranker", daemon=True).start()
+    return done.result
+
+
 class SearchEngine:
     """Open a workspace's index, keep it in sync, and search it."""
 
@@ -53,14 +74,25 @@ class SearchEngine:
         *,
         embedder: Embedder | None = None,
         rerank_waits: bool = True,
+        rerank_latest_only: bool = False,
+        search_mode: str | None = None,
     ) -> None:
         """``rerank_waits``: a search whose head lacks some of the re-ranker's vectors makes
-        them (a one-shot command or an agent: up to ~0.7 s the first time sections are seen);
-        ``False`` keeps the static order until :meth:`fill_rerank_vectors` has made them (the
-        app, which never waits)."""
+        them (up to ~0.6 s of CPU the first time a head's sections are seen), so the app, a
+        one-shot command and an agent order a question alike whatever vectors exist; ``False``
+        keeps the static order until :meth:`fill_rerank_vectors` has made them.
+        ``rerank_latest_only``: a search a newer one has replaced stops making them (the app,
+        which shows only its latest search). ``search_mode``: the mode of the one search the
+        engine is opened for (a one-shot command); when that mode re-ranks, the re-ranker's
+        encoder starts loading on a thread of its own at once, so its weights load while the
+        model and the index open and the arms search, not after them."""
         self.settings = settings
         #: the ranking's knobs (``docs/ranking.md``); a search may pass others
         self.params = settings.ranking
+        reranks = self.params.rerank_depth > 0 and self.params.rerank_weight > 0
+        encoder: Callable[[], SentenceEncoder] = SentenceEncoder
+        if reranks and search_mode in MODES and MODES[as_mode(search_mode)].rerank:
+            encoder = _loading(SentenceEncoder)
         self._vocabulary: tuple[tuple[Any, ...], Vocabulary] | None = None
         index_dir = settings.resolved_index_dir
         self.workspace = Workspace(settings.workspace, extra_ignored=(index_dir,))
@@ -78,8 +110,14 @@ class SearchEngine:
         )
         #: re-orders hybrid rankings' heads (None when ``rerank_depth`` is 0)
         self.reranker: Reranker | None = None
-        if self.params.rerank_depth > 0 and self.params.rerank_weight > 0:
-            self.reranker = Reranker(self.index.store, self.params, on_demand=rerank_waits)
+        if reranks:
+            self.reranker = Reranker(
+                self.index.store,
+                self.params,
+                on_demand=rerank_waits,
+                latest_only=rerank_latest_only,
+                encoder=encoder,
+            )
         self.retriever = Retriever(self.index, self.embedder, reranker=self.reranker)
 
     # -- index lifecycle ----------------------------------------------------------------
@@ -166,7 +204,7 @@ class SearchEngine:
         pause_after_search: float = 1.0,
     ) -> int:
         """Make up to ``batch`` of the re-ranker's missing section vectors (a background
-        worker's job: ~37 ms each); how many were made, 0 when none is missing or the
+        worker's job: ~28 ms of CPU each); how many were made, 0 when none is missing or the
         re-ranker is off."""
         if self.reranker is None:
             return 0
@@ -268,8 +306,15 @@ class SearchEngine:
         from tui_search.core.query import compile_query
 
         query, note = clean_query_text(query)
-        plan = compile_query(query)
+        plan = compile_query(query, self.knows_parameter)
         return plan.with_warning(note) if note else plan
+
+    def knows_parameter(self, text: str) -> bool:
+        """Whether a section holds ``text`` (``-ComputerName``) as a command's parameter is
+        written: the query language's ``-Word`` rule (docs/query-language.md)."""
+        from tui_search.core.keyword.literal import Literal
+
+        return self.retriever.knows_literal(Literal(text, parameter=True))
 
     def embed_query(self, text: str) -> Any:
         return self.retriever.embed_query(text)

@@ -97,6 +97,8 @@ class QueryPlan:
     like: tuple[str, ...] = ()
     #: With ``like:``, ``similar:`` text is embedded and averaged in too.
     similar_in_vector: bool = False
+    #: ``similar:`` texts: the semantic arm searches by their meaning.
+    similar: tuple[str, ...] = ()
     #: Only filters: the matching documents' sections in document order (no ranking).
     listing: bool = False
     #: Link distance for ``related:`` (1 = direct links).

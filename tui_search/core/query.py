@@ -21,12 +21,13 @@ raises out of :func:`compile_query`: it falls back to a literal search with a wa
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from tui_search.core.keyword.analysis import analyze, identifiers_in
+from tui_search.core.keyword.literal import is_literal
 from tui_search.core.plan import (
     MODES,
     And,
@@ -166,6 +167,49 @@ def tokenize(text: str) -> list[Token]:
             tokens.append(Token("WORD", text[i:k]))
             i = k
     return tokens
+
+
+#: ``Verb-Noun``: a hyphen between letters with a capital after it (``Get-Process``).
+_VERB_NOUN = re.compile(r"[A-Za-z][a-z]*-[A-Z]")
+
+
+def code_like(word: str) -> bool:
+    """A word written as code: ``Verb-Noun`` (``Get-Process``), an identifier (``camelCase``,
+    ``snake_case``, ``a.b``, letters with digits), a ``$variable``, or with ``::``."""
+    return (
+        _VERB_NOUN.search(word) is not None
+        or word.startswith("$")
+        or "::" in word
+        or bool(identifiers_in(word))
+    )
+
+
+def parameters_as_text(tokens: list[Token], knows: Callable[[str], bool]) -> list[Token]:
+    """The ``-Word`` rule: ``-Word`` right after a word, in a query with a word written as
+    code (:func:`code_like`), is the text ``-Word`` (a command's parameter, as in
+    ``Get-Process -ComputerName``) when ``knows("-Word")`` says the index holds it as written;
+    otherwise it stays an exclusion."""
+    words = [t.text for t in tokens if t.kind == "WORD"]
+    if not any(code_like(w) for w in words):
+        return tokens
+    out: list[Token] = []
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        if (
+            tok.kind == "MINUS"
+            and out
+            and out[-1].kind == "WORD"
+            and i + 1 < len(tokens)
+            and tokens[i + 1].kind == "WORD"
+            and knows("-" + tokens[i + 1].text)
+        ):
+            out.append(Token("WORD", "-" + tokens[i + 1].text))
+            i += 2
+            continue
+        out.append(tok)
+        i += 1
+    return out
 
 
 def is_structured(tokens: list[Token]) -> bool:
@@ -419,7 +463,10 @@ def normalize(node: Node) -> Node:
 
 
 def _searchable(node: Node) -> bool:
-    """False for a word or phrase with no searchable term (``+the``, ``-"of"``): it is ignored."""
+    """False for a word or phrase with no searchable term (``+the``, ``-"of"``): it is ignored.
+    A literal (``+"![["``) is searched for as written."""
+    if isinstance(node, Phrase) and is_literal(node.text):
+        return True
     if isinstance(node, (Word, Phrase)):
         return bool(analyze(node.text) or identifiers_in(node.text))
     return True
@@ -480,12 +527,16 @@ def _fallback(text: str, reason: str) -> QueryPlan:
     return plan_plain(text).with_warning(f"query syntax: {reason}; searched for the text literally")
 
 
-def compile_query(text: str) -> QueryPlan:
-    """Compile query text into a plan. Never raises on the text: bad syntax -> literal search."""
+def compile_query(text: str, knows_parameter: Callable[[str], bool] | None = None) -> QueryPlan:
+    """Compile query text into a plan. Never raises on the text: bad syntax -> literal search.
+    ``knows_parameter``: whether the index holds a ``-Word`` as written (the ``-Word`` rule:
+    :func:`parameters_as_text`)."""
     try:
         tokens = tokenize(text)
     except QuerySyntaxError as exc:
         return _fallback(text, str(exc))
+    if knows_parameter is not None:
+        tokens = parameters_as_text(tokens, knows_parameter)
     if not is_structured(tokens):
         return plan_plain(text)
     terms = len({(t.kind, t.name, t.text) for t in tokens if t.kind in ("WORD", "PHRASE", "FIELD")})
@@ -549,6 +600,7 @@ def _build(text: str, tree: Node | None, d: Directives) -> QueryPlan:
     return replace(
         plan,
         like=tuple(d.like),
+        similar=tuple(d.similar),
         listing=listing,
         depth=d.depth or DEFAULT_DEPTH,
         mode=mode,

@@ -1,10 +1,14 @@
-"""Start-up cost: the search libraries, imported without three packages a search never uses.
+"""Start-up cost: the search libraries, imported without the packages a search never uses.
 
 Whoosh and usearch import, at their top level, modules for things tui-search never does:
 ``urllib.request`` (with ``http.client``, ``email`` and ``ssl``: 15 ms) for download helpers,
 ``tqdm`` (14 ms) for progress bars, and, through the ``cached_property`` package Whoosh's
 readers use, ``asyncio`` (14 ms), asked on each property's first read whether the property is a
-coroutine. A command-line search paid those ~43 ms, a tenth of the whole process.
+coroutine. A command-line search paid those ~43 ms, a tenth of the whole process. Whoosh's
+analysis and query modules also import, at their top level, its English stemmer, metaphone
+and word-variation tables (``whoosh.lang.porter``, ``dmetaphone``, ``morph_en``: ~15 ms, most
+of it compiling regular expressions) for filters and queries tui-search never makes: its own
+analyzer stems with Snowball (``core.keyword.analysis``).
 
 Importing this module imports Whoosh and usearch with those packages *deferred*: while they
 import, ``sys.modules`` holds a placeholder for each, which loads the real package the first
@@ -82,8 +86,13 @@ with deferred_imports(
         "urllib.request": {"urlretrieve": None},
         "tqdm": {"tqdm": None},
         "asyncio": {"iscoroutinefunction": _iscoroutinefunction},
+        "whoosh.lang.porter": {"stem": None},
+        "whoosh.lang.morph_en": {"variations": None},
+        "whoosh.lang.dmetaphone": {"double_metaphone": None},
     }
 ):
     import cached_property  # noqa: F401
     import usearch.index  # noqa: F401
+    import whoosh.analysis  # noqa: F401
     import whoosh.compat  # noqa: F401
+    import whoosh.query  # noqa: F401

@@ -343,6 +343,37 @@ class Store(VectorTables):
         sql = "SELECT vkey, key FROM chunks WHERE vkey IN {in}"
         return {int(v): k for v, k in self.select_in(sql, [int(v) for v in vkeys])}
 
+    def texts_holding(
+        self, needle: str, case_sensitive: bool, keys: Iterable[str] | None = None
+    ) -> Iterator[tuple[str, str]]:
+        """(key, title NUL heading NUL content) of the chunks (of ``keys``, or all) whose
+        title, heading or content holds ``needle``: SQLite's ``instr``, or ``LIKE`` (ASCII
+        case-insensitive) when not ``case_sensitive``; a needle with other letters, asked
+        case-insensitively, is not tested here (every chunk's text is returned)."""
+        text = "title || char(0) || heading || char(0) || content"
+        params: list[Any]
+        if case_sensitive or not any(c.isalpha() for c in needle):
+            test, params = (
+                "(instr(content, ?) OR instr(heading, ?) OR instr(title, ?))",
+                [needle] * 3,
+            )
+        elif needle.isascii():
+            escaped = needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            like = "{} LIKE ? ESCAPE '\\'"
+            test = "(" + " OR ".join(like.format(c) for c in ("content", "heading", "title")) + ")"
+            params = [f"%{escaped}%"] * 3
+        else:
+            test, params = "1", []
+        conn = self._conn()
+        if keys is None:
+            yield from conn.execute(f"SELECT key, {text} FROM chunks WHERE {test}", params)
+            return
+        values = list(keys)
+        for i in range(0, len(values), 500):
+            part = values[i : i + 500]
+            sql = f"SELECT key, {text} FROM chunks WHERE key IN ({','.join('?' * len(part))})"
+            yield from conn.execute(f"{sql} AND {test}", [*part, *params])
+
     def link_lists(self, at_least: float) -> list[tuple[str, float, str]]:
         """(chunk key, link share, heading) of the chunks whose link share
         (``chunking.link_share``) is at least ``at_least`` (> 0): the link lists of the index,

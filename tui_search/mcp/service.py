@@ -297,8 +297,10 @@ def check_exact_terms(terms: list[str]) -> None:
 
 
 def literal_warnings(query: str) -> list[str]:
-    """A quoted phrase or word with nothing searchable matches everything: say so."""
+    """A word with nothing searchable matches everything: say so (a quoted literal such as
+    ``"![["`` is searched for as written)."""
     from tui_search.core.keyword.analysis import identifiers_in, phrase_terms
+    from tui_search.core.keyword.literal import is_literal
     from tui_search.core.plan import Phrase, Word
     from tui_search.core.query import compile_query, iter_nodes
 
@@ -312,6 +314,7 @@ def literal_warnings(query: str) -> list[str]:
     for node in iter_nodes(tree):
         if (
             isinstance(node, (Word, Phrase))
+            and not (isinstance(node, Phrase) and is_literal(node.text))
             and node.text.strip()
             and not phrase_terms(node.text)
             and not identifiers_in(node.text)

@@ -4,6 +4,7 @@ both over the live chunks' statistics: after many edits, a clean build's."""
 from __future__ import annotations
 
 import shutil
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -400,16 +401,30 @@ def test_a_table_that_cannot_be_read_whole_is_not_saved(tmp_path: Path) -> None:
 
 def test_decoding_tables_steps_aside_while_a_search_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     """Decoding postings tables waits (a bounded while) at each step while a search runs, so
-    the search is not slowed by a busy interpreter; otherwise it only yields it."""
+    the search is not slowed by a busy interpreter; otherwise it only yields it, to another
+    thread of the process; alone in its process it goes on at once."""
     from tui_search.core.keyword import bm25
     from tui_search.core.keyword.bm25 import STEP_ASIDE_MAX, FastBM25
 
     sleeps: list[float] = []
-    monkeypatch.setattr(bm25.time, "sleep", sleeps.append)
     fast = FastBM25()
+    monkeypatch.setattr(bm25.threading, "active_count", lambda: 1)
+    monkeypatch.setattr(bm25.time, "sleep", sleeps.append)
     fast._step_aside()
+    assert sleeps == []
+    other = threading.Event()
+    thread = threading.Thread(target=other.wait)
+    monkeypatch.undo()
+    thread.start()
+    try:
+        monkeypatch.setattr(bm25.time, "sleep", sleeps.append)
+        fast._step_aside()
+    finally:
+        other.set()
+        thread.join()
     assert sleeps == [0]
     sleeps.clear()
+    monkeypatch.setattr(bm25.threading, "active_count", lambda: 2)
     with fast.searching():
         with fast.searching():
             assert fast._searches == 2

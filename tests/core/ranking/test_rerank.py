@@ -4,7 +4,9 @@ in the background, and only changed sections encoded again. Real model2vec, real
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +16,7 @@ from tui_search.config import Settings
 from tui_search.core.chunking import section_of
 from tui_search.core.engine import SearchEngine
 from tui_search.core.errors import ModelError
+from tui_search.core.ranking import rerank
 from tui_search.core.ranking.fusion import Scored
 from tui_search.core.ranking.params import RankingParams
 from tui_search.core.ranking.rerank import Reranker, SentenceEncoder
@@ -72,10 +75,11 @@ def _workspace(root: Path) -> Path:
 
 def _engine(tmp_path: Path, name: str = "index", **kw: object) -> SearchEngine:
     waits = bool(kw.pop("rerank_waits", True))
+    latest_only = bool(kw.pop("rerank_latest_only", False))
     settings = Settings(workspace=_workspace(tmp_path / "ws"), index_dir=tmp_path / name).replace(
         **kw
     )
-    engine = SearchEngine(settings, rerank_waits=waits)
+    engine = SearchEngine(settings, rerank_waits=waits, rerank_latest_only=latest_only)
     engine.build()
     return engine
 
@@ -107,9 +111,67 @@ def test_encoder_orders_a_paraphrase_it_shares_no_word_with(encoder: SentenceEnc
     assert float(q @ slow) > float(q @ keys) + 0.2
 
 
+def test_texts_encoded_together_get_the_vectors_each_gets_alone(
+    encoder: SentenceEncoder,
+) -> None:
+    """Packed batches (texts of equal and of different lengths, more tokens than one batch
+    holds, a text cut at ``max_length``) give each text the vector it gets alone, in order."""
+    words = [
+        "latency",
+        "budget",
+        "cache",
+        "pool",
+        "key",
+        "audit",
+        "login",
+        "page",
+        "team",
+        "member",
+        "fixture",
+        "import",
+    ]
+    texts = [" ".join(words[(i * 5) % 12 :] + words[: (i * 5) % 12][: i % 7]) for i in range(12)]
+    texts += [texts[0], "pool " * 400, "x"]
+    assert sum(len(encoder._tok.encode(t).ids) for t in texts) > rerank.PACK_TOKENS
+    together = encoder.encode_many(texts)
+    assert together.shape == (len(texts), 384)
+    for text, vec in zip(texts, together, strict=True):
+        assert float(vec @ encoder.encode(text)) > 0.99999
+    assert encoder.encode_many([]).shape == (0, 384)
+
+
+def test_gelu_follows_the_error_function() -> None:
+    m = np.linspace(-30, 30, 6000, dtype=np.float32).reshape(3, -1)
+    exact = np.array([x * 0.5 * (1 + math.erf(x / math.sqrt(2))) for x in m.ravel().tolist()])
+    got = m.copy()
+    rerank._gelu(got, *(np.empty_like(m) for _ in range(3)))
+    assert np.abs(got.ravel() - exact).max() < 1e-5
+
+
 def test_a_missing_encoder_is_a_model_error(tmp_path: Path) -> None:
     with pytest.raises(ModelError, match="re-ranker"):
         SentenceEncoder(tmp_path)
+
+
+def test_a_replaced_search_stops_making_vectors_and_the_latest_makes_them(
+    tmp_path: Path,
+) -> None:
+    """``latest_only`` (the app): a search a newer one has replaced keeps the static order
+    and leaves the vectors to the newer search, which orders as a one-shot search does."""
+    engine = _engine(tmp_path, rerank_latest_only=True)
+    reranker = engine.reranker
+    assert reranker is not None
+    keys = [r.key for r in engine.all_sections()][:4]
+    old = reranker.start(QUESTION)
+    # the user typed on: the next search starts on another worker thread
+    newer = threading.Thread(target=reranker.start, args=("a newer question",))
+    newer.start()
+    newer.join()
+    assert reranker.cosines(old, keys)[0] is None
+    assert engine.rerank_progress()[0] == 0
+    latest = engine.search(QUESTION, limit=10)
+    assert latest.reranked and latest.rerank_pending == 0
+    assert _order(engine) == _order(_engine(tmp_path, "one-shot"))
 
 
 def test_one_shot_search_makes_the_heads_vectors_and_reranks(tmp_path: Path) -> None:
@@ -200,6 +262,9 @@ class _KeywordEncoder:
     def encode(self, text: str) -> np.ndarray:
         v = np.array([1.0, 0.0] if "audit" in text.lower() else [0.0, 1.0], np.float32)
         return v
+
+    def encode_many(self, texts: list[str]) -> np.ndarray:
+        return np.stack([self.encode(t) for t in texts])
 
 
 def test_mixing_moves_the_heads_order_and_keeps_it_above_the_rest(tmp_path: Path) -> None:
@@ -310,4 +375,26 @@ def test_the_app_encodes_the_question_early_only_while_heads_have_their_vectors(
         pass
     assert engine.search(QUESTION).reranked  # encoded after the arms, the head being complete
     assert isinstance(rr.start(QUESTION), Future)  # and early again from now on
+    engine.close()
+
+
+def test_similar_and_like_are_reranked(tmp_path: Path) -> None:
+    """A search by meaning (``similar:``, ``like:``) is re-read by the encoder too, in the
+    semantic mode it runs in."""
+    engine = _engine(tmp_path)
+    query = f'similar:"{QUESTION}"'
+    results = engine.search(query, limit=10, explain=True)
+    assert results.mode == "semantic" and results.reranked
+    assert results.hits[0].scores["rerank_cosine"] is not None
+    off = _engine(tmp_path, "off", rerank_depth=0)
+    static = [section_of(s.key) for s in off.rank(query)[0]]
+    off.close()
+    now = [section_of(s.key) for s in engine.rank(query)[0]]
+    slow, keys = "perf:why-the-endpoints-are-slow", "security:how-to-rotate-api-keys"
+    assert now.index(slow) < static.index(slow)
+    assert now.index(slow) < now.index(keys)
+    # like:DOC: the question is the document as the encoder reads it
+    like = engine.search("like:guide", limit=10, explain=True)
+    assert like.reranked and all(h.file_path != "guide.md" for h in like.hits)
+    assert like.hits[0].scores["rerank_cosine"] is not None
     engine.close()

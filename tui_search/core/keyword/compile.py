@@ -27,6 +27,7 @@ from tui_search.core.keyword.analysis import (
     phrase_terms,
     query_term_weights,
 )
+from tui_search.core.keyword.literal import Literal, is_literal
 from tui_search.core.plan import And, Field, Node, Not, Or, Phrase, Seq, Word
 from tui_search.core.query import QuerySyntaxError, has_text
 from tui_search.core.ranking.params import RankingParams
@@ -155,10 +156,14 @@ class Compiler:
     paths_source: Callable[[], Iterable[str]]
     params: RankingParams
     depth: int
+    #: A literal's matches as a query (``literal.DocSet``), found by a scan; None: quoted
+    #: literals are searched as phrases of their words (no index to scan).
+    literals: Callable[[Literal], Q.Query] | None = None
     warnings: list[str] = field(default_factory=list)
     distances: dict[str, int] = field(default_factory=dict)
     _graph: LinkGraph | None = None
     _cache: dict[Field, Q.Query] = field(default_factory=dict)
+    _literal_cache: dict[str, Q.Query] = field(default_factory=dict)
 
     @property
     def graph(self) -> LinkGraph:
@@ -187,6 +192,8 @@ class Compiler:
         return clauses[0] if len(clauses) == 1 else Q.Or(clauses)
 
     def phrase(self, p: Phrase) -> Q.Query | None:
+        if self.literals is not None and is_literal(p.text):
+            return self.literal(p.text.strip())
         words = phrase_terms(p.text)
         if not words:
             return self.word(Word(p.text))
@@ -199,6 +206,18 @@ class Compiler:
                 Q.And([Q.Term("title", t) for t in words], boost=self.params.title_boost),
             ]
         )
+
+    def literal(self, text: str) -> Q.Query:
+        """The sections holding the literal ``text``, scored by its words' BM25F (those
+        without a word score the same)."""
+        if text not in self._literal_cache:
+            assert self.literals is not None
+            found = self.literals(Literal(text))
+            words = self.word(Word(text))
+            self._literal_cache[text] = (
+                found if words is EVERYTHING else Q.Require(Q.Or([words, found]), found)
+            )
+        return self._literal_cache[text]
 
     def filter(self, f: Field) -> Q.Query:
         if f not in self._cache:

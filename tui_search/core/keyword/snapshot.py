@@ -19,6 +19,7 @@ from whoosh.searching import Searcher
 
 from tui_search.core.chunking import section_of
 from tui_search.core.keyword.bm25 import FastBM25, flatten_disjunction
+from tui_search.core.keyword.literal import DocSet
 from tui_search.core.records import vector_key
 
 
@@ -127,6 +128,8 @@ class LexicalSnapshot:
         and large filters cost array operations, not a Python loop per document)."""
         if isinstance(query, Q.Term) and isinstance(query.text, str):
             return self._terms_mask([query])
+        if isinstance(query, DocSet) and len(query.mask) == self.size:
+            return query.mask & self.live()
         if type(query) is Q.Or and all(
             type(q) is Q.Term and isinstance(q.text, str) for q in query.subqueries
         ):

@@ -128,6 +128,9 @@ class Steps:
     long_share: float
     #: Only filters: the matching sections listed, not scored.
     listing: bool = False
+    #: The re-ranker re-reads the head: hybrid mode, and a search by meaning (``similar:``,
+    #: ``like:``) in any mode that runs the semantic arm.
+    rerank: bool = False
 
     @classmethod
     def resolve(
@@ -166,6 +169,7 @@ class Steps:
             passes=passes,
             long_share=long_share,
             listing=plan.listing,
+            rerank=policy.rerank or (semantic and bool(plan.similar or plan.like)),
         )
 
     def describe(self, reranked_with: RankingParams | None = None) -> str:

@@ -10,12 +10,14 @@ as sentences, and its cosine is mixed into their scores::
 where ``cos'`` is the cosine min-max normalised over the head; ``depth`` and ``weight`` are
 ``RankingParams.rerank_depth`` and ``rerank_weight`` (docs/ranking.md#re-ranker).
 
-Costs, and how they are kept off the user's path:
-- a section's vector takes ~37 ms (128 tokens, two cores), so vectors are never made by the
-  indexer. They are content-addressed (``rerank_vectors``, by the chunk's content hash) and
-  made either on demand (one-shot searches: the CLI, eval, MCP) or by :meth:`Reranker.fill`
-  in the background (the app), which also picks up what the watcher changed. Until every
-  section of a head has its vector, a search that may not wait keeps the static order.
+Costs, and where the vectors are made:
+- a section's vector takes ~28 ms of CPU (one core, packed batches; 128 tokens at most), so
+  vectors are never made by the indexer (it would take 5-10 times longer). They are
+  content-addressed (``rerank_vectors``, by the chunk's content hash) and made on demand by
+  the search whose head lacks them, on every surface alike (the CLI, eval, MCP and the app), so
+  all of them order a question the same whatever vectors exist; the app's
+  :meth:`Reranker.fill` makes them in the background ahead of its searches and picks up what
+  the watcher changed. A search that may not wait (``on_demand`` False) keeps the static order.
 - the question's vector (~5-10 ms) is encoded while the arms are searched
   (:meth:`Reranker.start`).
 
@@ -32,7 +34,7 @@ import sqlite3
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,19 +55,61 @@ if TYPE_CHECKING:
 DEFAULT_RERANKER_DIR = Path(__file__).resolve().parent.parent.parent / "models" / "reranker"
 
 
-def _erf(x: np.ndarray) -> np.ndarray:
-    """Abramowitz and Stegun 7.1.26 (error below 1.5e-7): numpy has no erf."""
-    s = np.sign(x)
-    a = np.abs(x)
-    t = 1.0 / (1.0 + 0.3275911 * a)
-    y = 1.0 - (
-        ((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736) * t + 0.254829592
-    ) * t * np.exp(-a * a)
-    return (s * y).astype(np.float32, copy=False)
+#: Tokens a batch of texts is packed to (its buffers, about 6 MB, stay in the caches).
+PACK_TOKENS = 256
+
+# Abramowitz and Stegun 7.1.26: erf(x) = 1 - t (a1 + t (a2 + ... + t a5)) exp(-x^2),
+# t = 1 / (1 + p x), for x >= 0, error below 1.5e-7 (numpy has no erf)
+_ERF_P = 0.3275911
+_ERF_A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
+
+
+def _gelu(m: np.ndarray, s1: np.ndarray, s2: np.ndarray, s3: np.ndarray) -> None:
+    """``m`` <- GELU(m) = m Phi(m), in place (``s1``-``s3``: scratch of ``m``'s shape).
+
+    With e = 1 - erf(|m| / sqrt 2) from the formula above, m Phi(m) = max(m, 0) - |m| e / 2.
+    """
+    np.abs(m, out=s1)
+    np.multiply(s1, np.float32(_ERF_P / math.sqrt(2.0)), out=s2)
+    s2 += np.float32(1.0)
+    np.reciprocal(s2, out=s2)  # t
+    np.multiply(s2, np.float32(_ERF_A[4]), out=s3)
+    for a in reversed(_ERF_A[:4]):
+        s3 += np.float32(a)
+        s3 *= s2
+    np.square(s1, out=s2)
+    s2 *= np.float32(-0.5)
+    np.exp(s2, out=s2)
+    s3 *= s2  # 1 - erf(|m| / sqrt 2)
+    s3 *= s1
+    s3 *= np.float32(0.5)
+    m += s1
+    m *= np.float32(0.5)  # max(m, 0)
+    m -= s3
+
+
+def _layer_norm(x: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float) -> np.ndarray:
+    """``x`` normalised per row, scaled by ``w`` and shifted by ``b``, in place."""
+    x -= x.mean(-1, keepdims=True)
+    var = np.einsum("ij,ij->i", x, x)
+    var *= np.float32(1.0 / x.shape[1])
+    var += np.float32(eps)
+    np.sqrt(var, out=var)
+    x /= var[:, None]
+    x *= w
+    x += b
+    return x
 
 
 class SentenceEncoder:
-    """all-MiniLM-L6-v2 with numpy: mean-pooled, unit-length sentence vectors."""
+    """all-MiniLM-L6-v2 with numpy: mean-pooled, unit-length sentence vectors.
+
+    Texts are encoded together (:meth:`encode_many`): sorted by token count and packed into
+    batches of about ``PACK_TOKENS`` tokens, the dense layers run once over a batch's tokens
+    laid end to end (no padding: a token's dense layers do not depend on its neighbours), and
+    attention runs per run of texts of equal length. Each batch works in buffers of its own,
+    written in place, so a layer allocates nothing.
+    """
 
     def __init__(self, folder: Path = DEFAULT_RERANKER_DIR) -> None:
         from safetensors.numpy import load_file
@@ -123,36 +167,86 @@ class SentenceEncoder:
                 }
             )
 
-    def _norm(self, x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
-        mu = x.mean(-1, keepdims=True)
-        d = x - mu
-        var = (d * d).mean(-1, keepdims=True)
-        return d / np.sqrt(var + self.eps) * w + b
-
     def encode(self, text: str) -> np.ndarray:
         """The unit vector of ``text`` (cut to ``max_length`` tokens)."""
-        ids = np.asarray(self._tok.encode(text).ids, dtype=np.int64)
-        n, h = len(ids), self.heads
-        d = self.dim // h
-        x = self._words[ids].astype(np.float32) * self._word_scale[ids, None]
-        x = self._norm(x + self._positions[:n] + self._type0, *self._emb_norm)
+        return self.encode_many([text])[0]
+
+    def encode_many(self, texts: Sequence[str]) -> np.ndarray:
+        """The unit vectors of ``texts`` (one row each, in order; each cut to ``max_length``
+        tokens). A text's vector does not depend on the texts encoded with it."""
+        ids = [np.asarray(self._tok.encode(t).ids, dtype=np.int64) for t in texts]
+        out = np.empty((len(ids), self.dim), dtype=np.float32)
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        start = 0
+        while start < len(order):
+            end, tokens = start + 1, len(ids[order[start]])
+            while end < len(order) and tokens + len(ids[order[end]]) <= PACK_TOKENS:
+                tokens += len(ids[order[end]])
+                end += 1
+            batch = order[start:end]
+            out[batch] = self._forward([ids[i] for i in batch])
+            start = end
+        return out
+
+    def _forward(self, batch: list[np.ndarray]) -> np.ndarray:
+        """Unit vectors of a batch of token id arrays sorted by length."""
+        lengths = [len(ids) for ids in batch]
+        every = np.concatenate(batch)
+        n, dim, h = len(every), self.dim, self.heads
+        d = dim // h
+        x = self._words[every].astype(np.float32)
+        x *= self._word_scale[every, None]
+        x += self._positions[np.concatenate([np.arange(k) for k in lengths])]
+        x += self._type0
+        _layer_norm(x, *self._emb_norm, self.eps)
+        # (first row, texts, tokens each) of each run of texts of one length
+        runs: list[tuple[int, int, int]] = []
+        row = 0
+        for k in lengths:
+            if runs and runs[-1][2] == k:
+                first, count, _ = runs[-1]
+                runs[-1] = (first, count + 1, k)
+            else:
+                runs.append((row, 1, k))
+            row += k
+        qkv = np.empty((n, 3 * dim), dtype=np.float32)
+        context = np.empty((n, dim), dtype=np.float32)
+        y = np.empty((n, dim), dtype=np.float32)
+        up = np.empty((n, self._layers[0]["up"].shape[1]), dtype=np.float32)
+        scratch = (np.empty_like(up), np.empty_like(up), np.empty_like(up))
         scale = np.float32(1.0 / math.sqrt(d))
         for L in self._layers:
-            qkv = x @ L["qkv"] + L["qkv_b"]
-            q, k, v = (
-                qkv[:, j * self.dim : (j + 1) * self.dim].reshape(n, h, d).transpose(1, 0, 2)
-                for j in range(3)
-            )
-            a = (q @ k.transpose(0, 2, 1)) * scale
-            a = np.exp(a - a.max(-1, keepdims=True))
-            a /= a.sum(-1, keepdims=True)
-            c = (a @ v).transpose(1, 0, 2).reshape(n, self.dim)
-            x = self._norm(c @ L["out"] + L["out_b"] + x, L["n1_w"], L["n1_b"])
-            m = x @ L["up"] + L["up_b"]
-            m = 0.5 * m * (1.0 + _erf(m * np.float32(1.0 / math.sqrt(2.0))))
-            x = self._norm(m @ L["down"] + L["down_b"] + x, L["n2_w"], L["n2_b"])
-        pooled = x.mean(0)
-        return (pooled / max(float(np.linalg.norm(pooled)), 1e-12)).astype(np.float32)
+            np.matmul(x, L["qkv"], out=qkv)
+            qkv += L["qkv_b"]
+            for first, count, k in runs:
+                # (texts, tokens, q/k/v, heads, head dim) -> (texts, heads, tokens, head dim)
+                block = qkv[first : first + count * k].reshape(count, k, 3, h, d)
+                q = block[:, :, 0].transpose(0, 2, 1, 3)
+                keys = block[:, :, 1].transpose(0, 2, 3, 1)
+                v = block[:, :, 2].transpose(0, 2, 1, 3)
+                a = q @ keys
+                a *= scale
+                a -= a.max(-1, keepdims=True)
+                np.exp(a, out=a)
+                a /= a.sum(-1, keepdims=True)
+                context[first : first + count * k].reshape(count, k, h, d)[:] = (a @ v).transpose(
+                    0, 2, 1, 3
+                )
+            np.matmul(context, L["out"], out=y)
+            y += L["out_b"]
+            y += x
+            x, y = _layer_norm(y, L["n1_w"], L["n1_b"], self.eps), x
+            np.matmul(x, L["up"], out=up)
+            up += L["up_b"]
+            _gelu(up, *scratch)
+            np.matmul(up, L["down"], out=y)
+            y += L["down_b"]
+            y += x
+            x, y = _layer_norm(y, L["n2_w"], L["n2_b"], self.eps), x
+        starts = np.cumsum([0, *lengths[:-1]])
+        pooled = np.add.reduceat(x, starts, axis=0) / np.asarray(lengths, np.float32)[:, None]
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return (pooled / np.maximum(norms, 1e-12)).astype(np.float32, copy=False)
 
 
 #: How ``passage_text`` and the pooling make a vector (with the encoder's config, the recipe
@@ -172,6 +266,12 @@ def recipe(folder: Path = DEFAULT_RERANKER_DIR) -> str:
 
 #: How many texts without a vector the background fill reads at once.
 FILL_READ_AHEAD = 256
+#: How many texts the background fill encodes together (one packed batch of a typical
+#: section's length: ~0.1 s) before it looks again whether a search wants the core.
+FILL_STEP = 4
+#: ``like:DOC``'s question is read from the document's first this many chunks (its title and
+#: opening say what it is about; a long document's every section would cost ~27 ms each).
+LIKE_SECTIONS = 8
 
 
 def passage_text(title: str, heading_path: tuple[str, ...], content: str) -> str:
@@ -205,9 +305,11 @@ def mix(scores: list[float], cosines: np.ndarray, weight: float, floor: float) -
 class Reranker:
     """Re-orders hybrid rankings' heads; makes and stores the vectors it needs.
 
-    ``on_demand``: a search encodes the head's missing vectors itself (one-shot commands,
-    where the answer matters more than a second); otherwise it keeps the static order and
-    :meth:`fill` (a background worker) owes them.
+    ``on_demand``: a search encodes the head's missing vectors itself, so that every
+    surface orders a question alike whatever vectors exist; otherwise it keeps the static order
+    and :meth:`fill` (a background worker) owes them. ``latest_only``: a search that a newer
+    one has replaced stops making vectors and keeps the static order (the app, which shows
+    only the latest search's results).
     """
 
     def __init__(
@@ -216,6 +318,7 @@ class Reranker:
         params: RankingParams,
         *,
         on_demand: bool = True,
+        latest_only: bool = False,
         encoder: Callable[[], SentenceEncoder] = SentenceEncoder,
     ) -> None:
         self.store = store
@@ -224,6 +327,12 @@ class Reranker:
         if not store.readonly and store.get_meta("rerank_recipe") != made_by:
             store.clear_rerank_vectors(made_by)
         self.on_demand = on_demand
+        self.latest_only = latest_only
+        #: searches started (``latest_only``: a search whose number is no longer the latest
+        #: stops making vectors)
+        self._started = 0
+        #: the number of the search this thread started last
+        self._mine = threading.local()
         self._make_encoder = encoder
         self._encoder: SentenceEncoder | None = None
         self._load_lock = threading.Lock()
@@ -268,6 +377,9 @@ class Reranker:
         while no section has a vector yet and none may be made now, nothing (the question is
         encoded later if the head turns out to have its vectors)."""
         self.last_search = time.monotonic()
+        with self._load_lock:
+            self._started += 1
+            self._mine.number = self._started
         if not self.on_demand and (
             not self._has_vectors() or (self._recent and not any(self._recent))
         ):
@@ -288,7 +400,28 @@ class Reranker:
             self._any = self.store.has_rerank_vectors()
         return self._any
 
-    def apply(self, query: Future[np.ndarray] | str, ranked: list[Scored]) -> RerankOutcome:
+    def documents_vector(self, paths: list[str], text: str | None = None) -> np.ndarray | None:
+        """The question of ``like:DOC``: the mean of the encoder's vectors of each document's
+        first ``LIKE_SECTIONS`` chunks (and of ``text``, ``similar:`` beside ``like:``), unit
+        length; None when some have no vector and none may be made now."""
+        keys: list[str] = []
+        for path in paths:
+            keys += [c.key for c in self.store.chunks_for_path(path)[:LIKE_SECTIONS]]
+        vectors, hashes, _ = self._vectors(keys)
+        if vectors is None:
+            return None
+        rows = [vectors[hashes[k]] for k in keys if hashes.get(k) in vectors]
+        if text:
+            rows.append(self.query_vector(text))
+        if not rows:
+            return None
+        mean = np.mean(np.stack(rows), axis=0).astype(np.float32)
+        norm = float(np.linalg.norm(mean))
+        return mean / norm if norm > 0 else None
+
+    def apply(
+        self, query: Future[np.ndarray] | str | np.ndarray, ranked: list[Scored]
+    ) -> RerankOutcome:
         """Re-score the head of ``ranked`` (sorted, best first) in place and sort it again."""
         self.last_search = time.monotonic()
         k = self.params.rerank_depth
@@ -309,11 +442,13 @@ class Reranker:
         ranked[:k] = sorted(head, key=lambda s: (-s.score, s.key))
         return RerankOutcome(True, missing)
 
-    def cosines(
-        self, query: Future[np.ndarray] | str, keys: list[str]
-    ) -> tuple[np.ndarray | None, int]:
-        """(the encoder's cosine of the question with each section of ``keys``, or None when
-        some have no vector and this reranker may not make them; how many had none)."""
+    def _vectors(
+        self, keys: list[str], replaced: Callable[[], bool] = lambda: False
+    ) -> tuple[dict[str, np.ndarray] | None, dict[str, str], int]:
+        """(content hash -> the encoder's vector, chunk key -> content hash, how many had no
+        vector) for ``keys``, the missing ones made when this reranker may (until
+        ``replaced()``); no vectors (None) when some have none and may not be made now (they
+        are owed to the background fill)."""
         hashes = self.store.content_hashes(keys)
         vectors = self.store.rerank_vectors(set(hashes.values()))
         missing = [key for key in keys if hashes.get(key) not in vectors]
@@ -327,21 +462,49 @@ class Reranker:
                         self._wanted.move_to_end(hashes[key])
                 while len(self._wanted) > 10 * max(self.params.rerank_depth, 1):
                     self._wanted.popitem(last=False)
-            return None, len(missing)
+            return None, hashes, len(missing)
         if missing:
-            vectors.update(self._encode_chunks(self.store.chunks_by_keys(missing).values()))
-        if any(hashes.get(key) not in vectors for key in keys):  # a section gone mid-search
-            return None, len(missing)
-        q = query.result() if isinstance(query, Future) else self.query_vector(query)
-        return np.array([float(vectors[hashes[key]] @ q) for key in keys]), len(missing)
+            vectors.update(
+                self._encode_chunks(self.store.chunks_by_keys(missing).values(), replaced)
+            )
+        return vectors, hashes, len(missing)
 
-    def _encode_chunks(self, chunks: Iterable[ChunkRecord]) -> dict[str, np.ndarray]:
-        made: dict[str, np.ndarray] = {}
+    def cosines(
+        self, query: Future[np.ndarray] | str | np.ndarray, keys: list[str]
+    ) -> tuple[np.ndarray | None, int]:
+        """(the encoder's cosine of the question with each section of ``keys``, or None when
+        some have no vector and this reranker may not make them; how many had none)."""
+        ours = getattr(self._mine, "number", self._started)
+        replaced = (lambda: self._started != ours) if self.latest_only else (lambda: False)
+        vectors, hashes, missing = self._vectors(keys, replaced)
+        if vectors is None:
+            return None, missing
+        if any(hashes.get(key) not in vectors for key in keys):  # a section gone mid-search
+            return None, missing
+        if isinstance(query, Future):
+            q = query.result()
+        elif isinstance(query, np.ndarray):
+            q = query
+        else:
+            q = self.query_vector(query)
+        return np.array([float(vectors[hashes[key]] @ q) for key in keys]), missing
+
+    def _encode_chunks(
+        self, chunks: Iterable[ChunkRecord], stop: Callable[[], bool]
+    ) -> dict[str, np.ndarray]:
+        """Encode and store the chunks' texts, ``FILL_STEP`` at a time until ``stop()``."""
+        texts: dict[str, str] = {}
         for c in chunks:
-            if c.content_hash not in made:
-                made[c.content_hash] = self._encode(
-                    passage_text(c.title, c.heading_path, c.content)
-                )
+            if c.content_hash not in texts:
+                texts[c.content_hash] = passage_text(c.title, c.heading_path, c.content)
+        hashes = list(texts)
+        made: dict[str, np.ndarray] = {}
+        for start in range(0, len(hashes), FILL_STEP):
+            if stop():
+                break
+            step = hashes[start : start + FILL_STEP]
+            vectors = self.encoder.encode_many([texts[h] for h in step])
+            made.update(zip(step, vectors, strict=True))
         if made:
             try:
                 self.store.put_rerank_vectors(made.items())
@@ -381,15 +544,16 @@ class Reranker:
                 if row[0] not in seen:
                     rows.append(row)
         made: list[tuple[str, np.ndarray]] = []
-        for content_hash, title, heading_path, content in rows:
+        for start in range(0, len(rows), FILL_STEP):
             while time.monotonic() - self.last_search < pause_after_search:
                 if should_stop():
                     break
                 time.sleep(0.05)
             if should_stop():
                 break
-            text = passage_text(title, tuple(json.loads(heading_path)), content)
-            made.append((content_hash, self._encode(text)))
+            step = rows[start : start + FILL_STEP]
+            texts = [passage_text(r[1], tuple(json.loads(r[2])), r[3]) for r in step]
+            made.extend(zip((r[0] for r in step), self.encoder.encode_many(texts), strict=True))
         if made:
             self.store.put_rerank_vectors(made)
         elif not rows:  # all made: drop the vectors of texts no section has any more

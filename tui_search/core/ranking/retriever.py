@@ -37,9 +37,16 @@ from tui_search.core.keyword.compile import (
     plain_query,
     term_clause,
 )
+from tui_search.core.keyword.literal import (
+    DocSet,
+    Literal,
+    docnum_mask,
+    is_literal,
+    literal_terms_query,
+)
 from tui_search.core.keyword.snapshot import LexicalSnapshot
 from tui_search.core.plan import Field, Mode, Node, Phrase, QueryPlan, Seq, Word
-from tui_search.core.query import has_text
+from tui_search.core.query import has_text, iter_nodes
 from tui_search.core.ranking.exact import term_query
 from tui_search.core.ranking.fusion import (
     Scored,
@@ -215,11 +222,17 @@ class Retriever:
         """resolve -> arms -> fuse -> signals (per pass) -> long-question mix -> re-rank ->
         tail and tiers."""
         snap = self.index.lexical.snapshot()
-        c = Compiler(self.index.graph, lambda: self.index.doc_paths().values(), params, plan.depth)
+        c = Compiler(
+            self.index.graph,
+            lambda: self.index.doc_paths().values(),
+            params,
+            plan.depth,
+            literals=lambda lit: DocSet(self.literal_mask(lit, snap), snap.searcher, lit.text),
+        )
         steps = self.steps(plan, mode, params)
-        allowed, like_vector, tiers = self._resolve(plan, c, snap)
+        allowed, like_vector, like_paths, tiers = self._resolve(plan, c, snap)
         if like_vector is None and analyses_to_nothing(plan):
-            # punctuation or common words alone ("---", "![["): the arms would return filler
+            # punctuation or common words alone ("---", "!!!"): the arms would return filler
             c.warnings.append(
                 f"“{plan.semantic_text}” holds no searchable word (punctuation and common "
                 "words are not indexed): nothing is searched"
@@ -230,15 +243,18 @@ class Retriever:
                 [], weights, steps.describe(), c.warnings, steps=steps, matches=frozenset()
             )
         # the question's sentence vector is encoded on another thread while the arms search
-        question: Future[np.ndarray] | str | None = None
-        if (
-            self.reranker is not None
-            and steps.policy.rerank
-            and plan.semantic_text
-            and not plan.listing
-            and like_vector is None
-        ):
-            question = self.reranker.start(plan.semantic_text)
+        question: Future[np.ndarray] | str | np.ndarray | None = None
+        if self.reranker is not None and steps.rerank and not plan.listing:
+            if like_vector is not None:
+                # like:DOC: the question is the documents' sections, as the encoder reads them
+                try:
+                    question = self.reranker.documents_vector(
+                        like_paths, plan.semantic_text if plan.similar_in_vector else None
+                    )
+                except ModelError as exc:
+                    c.warnings.append(f"the re-ranker is unavailable: {exc}")
+            elif plan.semantic_text:
+                question = self.reranker.start(plan.semantic_text)
         if plan.listing:
             return self._listing(c, snap, allowed, steps)
         arms = self._arms(plan, steps, c, snap, allowed, like_vector)
@@ -281,9 +297,10 @@ class Retriever:
 
     def _resolve(
         self, plan: QueryPlan, c: Compiler, snap: LexicalSnapshot
-    ) -> tuple[np.ndarray | None, np.ndarray | None, dict[str, int] | None]:
+    ) -> tuple[np.ndarray | None, np.ndarray | None, list[str], dict[str, int] | None]:
         """The plan's symbols resolved: (the mask of allowed documents, every filter
-        evaluated once; the ``like:`` vector; chunk key -> ``related:`` link distance)."""
+        evaluated once; the ``like:`` vector and documents; chunk key -> ``related:`` link
+        distance)."""
         allowed: np.ndarray | None = None
         if plan.tree is not None:
             sup = c.sup(plan.tree)
@@ -301,7 +318,7 @@ class Retriever:
         if c.distances:
             paths = self.index.store.keys_in_paths(c.distances)
             tiers = {key: c.distances[path] for key, path in paths}
-        return allowed, like_vector, tiers
+        return allowed, like_vector, excluded, tiers
 
     def _listing(
         self, c: Compiler, snap: LexicalSnapshot, allowed: np.ndarray | None, steps: Steps
@@ -391,6 +408,36 @@ class Retriever:
             out.append((finalize(scored), used))
         return out
 
+    # -- literals -----------------------------------------------------------------------
+    def literal_keys(
+        self, literal: Literal, snap: LexicalSnapshot, *, first: bool = False
+    ) -> list[str]:
+        """The chunk keys whose text holds ``literal`` (``core.keyword.literal``): the
+        sections indexed under its terms (all, without terms) read from the manifest and
+        matched. ``first``: stop at the first one found."""
+        keys: list[str] | None = None
+        narrow = literal_terms_query(literal)
+        if narrow is not None:
+            keys = snap.keys(np.flatnonzero(snap.mask(narrow)).tolist())
+            if not keys:
+                return []
+        needle = max(literal.needles, key=len)
+        found: list[str] = []
+        for key, text in self.index.store.texts_holding(needle, literal.case_sensitive, keys):
+            if literal.holds(text):
+                found.append(key)
+                if first:
+                    break
+        return found
+
+    def literal_mask(self, literal: Literal, snap: LexicalSnapshot) -> np.ndarray:
+        """The docnums whose text holds ``literal``, as a mask over ``snap``."""
+        return docnum_mask(snap.size, snap.docnums_of(self.literal_keys(literal, snap)))
+
+    def knows_literal(self, literal: Literal) -> bool:
+        """Whether any section of the index holds ``literal``."""
+        return bool(self.literal_keys(literal, self.index.lexical.snapshot(), first=True))
+
     # -- resolution ---------------------------------------------------------------------
     def _like(self, plan: QueryPlan, c: Compiler) -> tuple[np.ndarray | None, list[str]]:
         """``like:`` documents -> the mean vector (with ``similar:`` text) and the documents
@@ -449,8 +496,10 @@ class Retriever:
 
 def analyses_to_nothing(plan: QueryPlan) -> bool:
     """Whether the query is text alone (words, phrases: no exclusion, no filter) that gives
-    the index no term and no identifier to look up."""
+    the index no term, no identifier and no literal to look up."""
     tree = plan.tree
+    if any(isinstance(n, Phrase) and is_literal(n.text) for n in iter_nodes(tree)):
+        return False
     text_only = (
         tree is None
         or isinstance(tree, (Word, Phrase))

@@ -1,0 +1,259 @@
+"""The re-ranker's encoder: CPU time per section, this checkout's against a reference's.
+
+``--compare REF``: a checkout whose ``tui_search/core/ranking/rerank.py`` is the reference
+encoder (its own weights folder); both encode the same sections of a real workspace (its
+chunk texts as the re-ranker reads them), in rounds that alternate old and new, each round
+swapping which goes first. CPU time is the process's (``time.process_time``), one BLAS thread,
+as the product runs it. One table per lever:
+
+- kernels: the reference one text at a time; this checkout one text at a time (``encode``);
+  this checkout's packed batches (``encode_many``, as the fill and a search's missing head use);
+- batch size: ``PACK_TOKENS`` from 64 to 1024 tokens;
+- BLAS threads: a child process per setting (``OPENBLAS_NUM_THREADS`` 1 and 2), CPU and wall;
+- fewer tokens or layers: the cost of cutting passages to fewer tokens or running fewer layers
+  (their quality: ``research/encoder_variants.py``);
+- worker processes: the whole fill of the sample, one process against two, CPU and wall of the
+  process tree (each worker loads the encoder).
+
+    .venv/bin/python benchmarks/bench_encoder.py --compare /work/main \
+        [--workspace DIR] [--sections 300] [--rounds 3]
+
+Without ``--workspace`` it unpacks Obsidian's help vault from ``../shared/corpora``.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import argparse  # noqa: E402
+import importlib.util  # noqa: E402
+import json  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+from pathlib import Path  # noqa: E402
+from types import ModuleType  # noqa: E402
+from typing import Any  # noqa: E402
+
+from common import ROOT, unpack  # noqa: E402
+
+from tui_search.core.ranking import rerank  # noqa: E402
+
+VAULT = ROOT.parent / "shared" / "corpora" / "obsidian-help.tar.gz"
+
+
+def load_reference(checkout: Path) -> ModuleType:
+    """The reference checkout's re-ranker module (its encoder reads its own weights)."""
+    path = checkout / "tui_search" / "core" / "ranking" / "rerank.py"
+    spec = importlib.util.spec_from_file_location("reference_rerank", path)
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"no re-ranker at {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def section_texts(workspace: Path, limit: int) -> list[str]:
+    """The first ``limit`` distinct chunk texts of ``workspace``, as the re-ranker reads them."""
+    from tui_search.config import Settings
+    from tui_search.core.engine import SearchEngine
+
+    with tempfile.TemporaryDirectory() as tmp:
+        engine = SearchEngine(
+            Settings(workspace=workspace, index_dir=Path(tmp) / "index").replace(rerank_depth=0)
+        )
+        engine.build()
+        rows = engine.index.store.texts_without_rerank_vector(limit)
+        engine.close()
+    return [rerank.passage_text(t, tuple(json.loads(h)), c) for _, t, h, c in rows]
+
+
+def cpu_ms_per_text(fn: Callable[[list[str]], Any], texts: list[str]) -> float:
+    t0 = time.process_time()
+    fn(texts)
+    return (time.process_time() - t0) * 1000 / len(texts)
+
+
+def one_by_one(encoder: Any) -> Callable[[list[str]], Any]:
+    return lambda texts: [encoder.encode(t) for t in texts]
+
+
+def rounds_table(
+    title: str, arms: dict[str, Callable[[list[str]], Any]], texts: list[str], rounds: int
+) -> None:
+    """CPU ms per section of each arm, the arms called in turn (the order reversed every
+    round), median over the rounds, and the ratio to the first arm."""
+    times: dict[str, list[float]] = {name: [] for name in arms}
+    names = list(arms)
+    for i in range(rounds):
+        for name in names if i % 2 == 0 else reversed(names):
+            times[name].append(cpu_ms_per_text(arms[name], texts))
+    print(f"\n{title}\n")
+    print("| arm | CPU per section, median (each round) | cheaper than the first |")
+    print("| --- | --- | --- |")
+    first = statistics.median(times[names[0]])
+    for name in names:
+        med = statistics.median(times[name])
+        each = ", ".join(f"{v:.1f}" for v in times[name])
+        print(f"| {name} | {med:.1f} ms ({each}) | {first / med:.2f}x |")
+
+
+def with_pack(encoder: rerank.SentenceEncoder, tokens: int) -> Callable[[list[str]], Any]:
+    def run(texts: list[str]) -> Any:
+        saved = rerank.PACK_TOKENS
+        rerank.PACK_TOKENS = tokens
+        try:
+            return encoder.encode_many(texts)
+        finally:
+            rerank.PACK_TOKENS = saved
+
+    return run
+
+
+def cut(
+    encoder: rerank.SentenceEncoder, *, tokens: int | None = None, layers: int | None = None
+) -> Callable[[list[str]], Any]:
+    """``encode_many`` with passages cut to ``tokens`` or the first ``layers`` layers only."""
+
+    def run(texts: list[str]) -> Any:
+        saved_layers, saved_len = encoder._layers, encoder.max_length
+        if layers is not None:
+            encoder._layers = saved_layers[:layers]
+        if tokens is not None:
+            encoder._tok.enable_truncation(tokens)
+        try:
+            return encoder.encode_many(texts)
+        finally:
+            encoder._layers = saved_layers
+            encoder._tok.enable_truncation(saved_len)
+
+    return run
+
+
+CHILD = """
+import json, os, sys, time
+from tui_search.core.ranking import rerank
+texts = json.load(open(sys.argv[1]))[int(sys.argv[2])::int(sys.argv[3])]
+enc = rerank.SentenceEncoder()
+t0, c0 = time.perf_counter(), time.process_time()
+enc.encode_many(texts)
+print(json.dumps({"n": len(texts), "wall": time.perf_counter() - t0,
+                  "cpu": time.process_time() - c0}))
+"""
+
+
+def children(texts_file: Path, workers: int, threads: int) -> tuple[float, float, int]:
+    """(wall s, CPU s of the whole process tree, sections) of ``workers`` processes sharing
+    the sample, each with ``threads`` BLAS threads (start-up and the encoder's load included)."""
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": str(threads), "PYTHONPATH": str(ROOT)}
+    t0 = time.perf_counter()
+    before = os.times()
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", CHILD, str(texts_file), str(i), str(workers)],
+            env=env,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(workers)
+    ]
+    n = sum(json.loads(p.communicate()[0])["n"] for p in procs)
+    wall = time.perf_counter() - t0
+    after = os.times()
+    cpu = (after.children_user - before.children_user) + (
+        after.children_system - before.children_system
+    )
+    return wall, cpu, n
+
+
+def process_table(texts: list[str], rounds: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        f = Path(tmp) / "texts.json"
+        f.write_text(json.dumps(texts))
+        arms = {
+            "1 process, 1 BLAS thread (the product)": (1, 1),
+            "1 process, 2 BLAS threads": (1, 2),
+            "2 worker processes, 1 BLAS thread each": (2, 1),
+        }
+        got: dict[str, list[tuple[float, float, int]]] = {name: [] for name in arms}
+        for i in range(rounds):
+            for name in list(arms) if i % 2 == 0 else reversed(list(arms)):
+                got[name].append(children(f, *arms[name]))
+    print(
+        f"\nthe whole sample ({len(texts)} sections) in child processes (start and load included)\n"
+    )
+    print("| arm | wall | CPU of the process tree | CPU per section |")
+    print("| --- | --- | --- | --- |")
+    for name, runs in got.items():
+        wall = statistics.median(r[0] for r in runs)
+        cpu = statistics.median(r[1] for r in runs)
+        print(f"| {name} | {wall:.1f} s | {cpu:.1f} s | {cpu * 1000 / len(texts):.1f} ms |")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--compare", type=Path, required=True, help="the reference checkout")
+    ap.add_argument("--workspace", type=Path)
+    ap.add_argument("--sections", type=int, default=300)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--skip", default="", help="tables to leave out: pack,cut,processes")
+    args = ap.parse_args()
+    workspace = args.workspace or unpack(VAULT, Path(tempfile.gettempdir()) / "bench-vault")
+    texts = section_texts(workspace, args.sections)
+    ref = load_reference(args.compare.resolve()).SentenceEncoder()
+    new = rerank.SentenceEncoder()
+    tokens = [len(new._tok.encode(t).ids) for t in texts]
+    print(
+        f"{len(texts)} sections of {workspace}: {statistics.fmean(tokens):.0f} tokens on "
+        f"average, {sum(t >= new.max_length for t in tokens)} cut at {new.max_length}"
+    )
+    sample = texts[:20]
+    worst = min(
+        float(a @ b) for a, b in zip(new.encode_many(sample), map(ref.encode, sample), strict=True)
+    )
+    print(f"cosine of this checkout's vectors to the reference's (20 sections): min {worst:.7f}")
+    rounds_table(
+        "kernels (CPU per section, one BLAS thread)",
+        {
+            f"reference ({args.compare}), one text at a time": one_by_one(ref),
+            "this checkout, one text at a time": one_by_one(new),
+            f"this checkout, packed batches of {rerank.PACK_TOKENS} tokens": new.encode_many,
+        },
+        texts,
+        args.rounds,
+    )
+    skip = set(args.skip.split(","))
+    if "pack" not in skip:
+        rounds_table(
+            "batch size (packed tokens per batch)",
+            {f"{n} tokens": with_pack(new, n) for n in (256, 64, 128, 512, 1024)},
+            texts,
+            args.rounds,
+        )
+    if "cut" not in skip:
+        rounds_table(
+            "fewer tokens or layers (their quality: research/encoder_variants.py)",
+            {
+                "128 tokens, 6 layers (shipped)": new.encode_many,
+                "96 tokens": cut(new, tokens=96),
+                "64 tokens": cut(new, tokens=64),
+                "4 layers": cut(new, layers=4),
+                "3 layers": cut(new, layers=3),
+                "64 tokens, 3 layers": cut(new, tokens=64, layers=3),
+            },
+            texts,
+            args.rounds,
+        )
+    if "processes" not in skip:
+        process_table(texts, args.rounds)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

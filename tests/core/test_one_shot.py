@@ -1,0 +1,99 @@
+"""An engine opened for one search (the command line's ``search``) loads the re-ranker's
+encoder on a thread of its own as it opens, when that search's mode re-ranks; the search then
+uses it (loaded once) or, when it failed to load, keeps the static order and says why."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import SAMPLE_WORKSPACE
+from tui_search.config import Settings
+from tui_search.core import engine as engine_module
+from tui_search.core.engine import SearchEngine
+from tui_search.core.errors import ModelError
+from tui_search.core.ranking.params import RankingParams
+from tui_search.core.ranking.rerank import SentenceEncoder
+
+QUESTION = "how do I restore a backup"
+
+
+def _recording(monkeypatch: pytest.MonkeyPatch, fail: bool = False) -> list[str]:
+    """The engine's encoder, recording the thread each load runs on."""
+    loads: list[str] = []
+
+    def load(*args: Any, **kwargs: Any) -> SentenceEncoder:
+        loads.append(threading.current_thread().name)
+        if fail:
+            raise ModelError("cannot load the re-ranker's encoder from nowhere")
+        return SentenceEncoder(*args, **kwargs)
+
+    monkeypatch.setattr(engine_module, "SentenceEncoder", load)
+    return loads
+
+
+def _wait_for(loads: list[str]) -> None:
+    deadline = time.monotonic() + 120  # a safety bound: the load takes well under a second
+    while not loads and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def _settings(tmp_path: Path) -> Settings:
+    return Settings(workspace=SAMPLE_WORKSPACE, index_dir=tmp_path / "idx")
+
+
+def test_a_hybrid_search_engine_loads_the_encoder_as_it_opens(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    SearchEngine(_settings(tmp_path)).close()  # the index, built without the recorder
+    loads = _recording(monkeypatch)
+    engine = SearchEngine(_settings(tmp_path), search_mode="hybrid")
+    _wait_for(loads)
+    assert loads == ["load-reranker"]  # before any search, on its own thread
+    engine.sync()
+    results = engine.search(QUESTION)
+    assert results.reranked
+    assert loads == ["load-reranker"]  # loaded once
+    engine.close()
+
+
+@pytest.mark.parametrize("mode", ["keyword", "semantic", None])
+def test_other_engines_load_it_only_when_a_search_needs_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str | None
+) -> None:
+    loads = _recording(monkeypatch)
+    engine = SearchEngine(_settings(tmp_path), search_mode=mode)
+    engine.sync()
+    engine.search(QUESTION, mode=mode or "keyword")
+    assert loads == []
+    if mode is None:  # a hybrid search loads it where it runs
+        assert engine.search(QUESTION).reranked
+        assert loads and loads[0] != "load-reranker"
+    engine.close()
+
+
+def test_an_encoder_that_fails_to_load_early_leaves_the_static_order_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    loads = _recording(monkeypatch, fail=True)
+    engine = SearchEngine(_settings(tmp_path), search_mode="hybrid")
+    engine.sync()
+    results = engine.search(QUESTION)
+    assert loads and loads[0] == "load-reranker"
+    assert not results.reranked
+    assert any("re-ranker is unavailable" in w for w in results.warnings)
+    static = Settings(
+        workspace=SAMPLE_WORKSPACE,
+        index_dir=tmp_path / "off",
+        ranking=RankingParams(rerank_depth=0),
+    )
+    with SearchEngine(static) as off:
+        off.sync()
+        assert [h.section_id for h in results.hits] == [
+            h.section_id for h in off.search(QUESTION).hits
+        ]
+    engine.close()
