@@ -103,9 +103,9 @@ def test_a_cache_made_from_other_weights_is_made_again(shipped: Path, tmp_path: 
     assert meta["mtime_ns"] == str(later)
 
     tensors = load_file(str(weights))
-    tensors["encoder.layer.0.output.dense.bias"] = (
-        tensors["encoder.layer.0.output.dense.bias"] + np.float32(1.0)
-    )
+    tensors["encoder.layer.0.output.dense.bias"] = tensors[
+        "encoder.layer.0.output.dense.bias"
+    ] + np.float32(1.0)
     from safetensors.numpy import save_file
 
     save_file(tensors, str(weights))
@@ -114,9 +114,7 @@ def test_a_cache_made_from_other_weights_is_made_again(shipped: Path, tmp_path: 
     _same(got, _expected(shipped))
 
 
-def test_an_unwritable_cache_serves_the_weights_from_memory(
-    shipped: Path, tmp_path: Path
-) -> None:
+def test_an_unwritable_cache_serves_the_weights_from_memory(shipped: Path, tmp_path: Path) -> None:
     blocked = tmp_path / "cache"
     blocked.write_text("a file where the cache folder would be")
     _same(_load(shipped, blocked), _expected(shipped))
