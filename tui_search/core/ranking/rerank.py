@@ -44,6 +44,7 @@ import numpy as np
 
 from tui_search.core.chunking import embedding_text
 from tui_search.core.errors import ModelError
+from tui_search.core.quick_tokenizer import QuickTokenizer
 from tui_search.core.ranking import encoder_weights
 from tui_search.core.ranking.params import RankingParams
 from tui_search.core.records import VECTOR_DTYPE
@@ -115,8 +116,6 @@ class SentenceEncoder:
     def __init__(self, folder: Path = DEFAULT_RERANKER_DIR, cache_dir: Path | None = None) -> None:
         """The encoder in ``folder``; its float32 weights are made once and mapped from
         ``cache_dir`` (by default the per-user cache; ``encoder_weights``)."""
-        from tokenizers import Tokenizer
-
         if cache_dir is None:
             from tui_search.core.options import user_cache_dir
 
@@ -126,7 +125,8 @@ class SentenceEncoder:
             cfg = json.loads(config)
             self.layers = int(cfg["num_hidden_layers"])
             weights = encoder_weights.load(folder, config, self.layers, cache_dir)
-            self._tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
+            # the question alone is tokenized with a partial tokenizer (``QuickTokenizer``)
+            self._tok = QuickTokenizer(folder / "tokenizer.json")
         except (OSError, ValueError, KeyError) as exc:
             raise ModelError(f"cannot load the re-ranker's encoder from {folder}: {exc}") from exc
         self.max_length = int(cfg["max_length"])
