@@ -33,8 +33,10 @@ if TYPE_CHECKING:
     from tokenizers import Encoding, Tokenizer
 
 #: How many characters a process tokenizes with partial tokenizers before it loads the whole
-#: one (a question is a few dozen; a section a few hundred to thousands).
-QUICK_CHARS = 4_000
+#: one: a one-shot search's question, a few dozen, tokenized three times; a process that
+#: searches on (the app, the agent server) or encodes sections soon loads the whole one, and
+#: no longer makes a partial tokenizer for each new word.
+QUICK_CHARS = 1_000
 _QUICK_PARTS = {
     "normalizer": {"BertNormalizer"},
     "pre_tokenizer": {"BertPreTokenizer"},
