@@ -115,3 +115,16 @@ def test_a_repeat_search_loads_neither_whole_tokenizer(tmp_path: Path) -> None:
         assert encoder._tok._full is None
         assert engine.embedder._model.tokenizer._full is None  # type: ignore[attr-defined]
         assert not encoder._layers[0]["qkv"].flags.writeable  # mapped, not made
+
+
+def test_a_process_that_searches_on_loads_the_whole_tokenizers_as_it_warms_up(
+    tmp_path: Path,
+) -> None:
+    """The app and the agent server warm up: they never make a partial tokenizer per word."""
+    with SearchEngine(_settings(tmp_path)) as engine:
+        engine.sync()
+        engine.warm_up()
+        assert engine.reranker is not None
+        assert engine.reranker.encoder._tok._full is not None
+        assert engine.embedder._model.tokenizer._full is not None  # type: ignore[attr-defined]
+        assert engine.search(QUESTION).reranked

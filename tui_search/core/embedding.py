@@ -274,6 +274,14 @@ class Model2VecEmbedder:
     def dim(self) -> int:
         return self._dim
 
+    def warm_up(self) -> None:
+        """Load the whole tokenizer now (a process that searches on: the app, the agent
+        server), not partial ones for its first questions (``core.quick_tokenizer``)."""
+        whole = getattr(getattr(self._model, "tokenizer", None), "whole", None)
+        if callable(whole):
+            with self._lock:
+                whole()
+
     @property
     def fingerprint(self) -> str:
         return self._fingerprint

@@ -146,6 +146,10 @@ class SentenceEncoder:
             for i in range(self.layers)
         ]
 
+    def warm_up(self) -> None:
+        """Load the whole tokenizer now (a process that encodes sections or searches on)."""
+        self._tok.whole()
+
     def encode(self, text: str) -> np.ndarray:
         """The unit vector of ``text`` (cut to ``max_length`` tokens)."""
         return self.encode_many([text])[0]
