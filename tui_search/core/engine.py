@@ -179,8 +179,9 @@ class SearchEngine:
     def warm_up(self) -> None:
         """Read now what a process's first search would read once: the keyword index's
         per-segment tables (chunk keys, stored postings, field and file lengths), the
-        near-duplicate code, the re-ranker's encoder and both whole tokenizers. For long-running processes (the app, the MCP server) at an idle
-        moment; a one-shot command does not call it (it would read more than one search needs).
+        near-duplicate code, the re-ranker's encoder and both whole tokenizers. For
+        long-running processes (the app, the MCP server) at an idle moment; a one-shot command
+        does not call it (it would read more than one search needs).
         """
         from tui_search.core.duplicates import _hash_params  # (lazy for one-shot runs)
 
