@@ -94,6 +94,11 @@ def _cjk() -> tuple[re.Pattern[str], re.Pattern[str]]:
     return re.compile(f"[{_CJK_CLASS}]"), re.compile(f"[{_CJK_CLASS}]+|[^{_CJK_CLASS}]+")
 
 
+def warm_up() -> None:
+    """Compile now what the first word outside ASCII would (a process that searches on)."""
+    _cjk()
+
+
 def cjk_bigrams(run: str) -> list[str]:
     """The overlapping character pairs of a run of unspaced script (a lone character: itself)."""
     if len(run) < 2:
