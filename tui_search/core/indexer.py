@@ -91,6 +91,7 @@ def _file_record(outcome: ParseOutcome, doc: ParsedDocument, warnings: list[str]
         encoding=outcome.encoding,
         warnings=tuple(warnings),
         anchors=tuple(doc.anchors.items()),
+        code_names=doc.code_names,
     )
 
 

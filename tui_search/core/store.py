@@ -25,10 +25,11 @@ from tui_search.core.records import (
 )
 from tui_search.core.store_vectors import VectorTables
 
-SCHEMA_VERSION = "8"  # 4: vectors stored as float16; 5: token ids for soft matching;
+SCHEMA_VERSION = "9"  # 4: vectors stored as float16; 5: token ids for soft matching;
 # 6: heading HTML stripped from titles and slugs (section ids change), explicit anchors;
 # 7: each chunk's link share (link-list sections ranked down); 8: repeated headings slugged
-# as GitHub does (section ids change), each file's inode and ctime
+# as GitHub does (section ids change), each file's inode and ctime; 9: the names each file's
+# code spans call (a document's references)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -46,7 +47,9 @@ CREATE TABLE IF NOT EXISTS files (
     warnings TEXT NOT NULL,
     -- with size and mtime, what tells a replaced file (cp -p, rsync -a, mv) from the one indexed
     ino INTEGER NOT NULL DEFAULT 0,
-    ctime_ns INTEGER NOT NULL DEFAULT 0
+    ctime_ns INTEGER NOT NULL DEFAULT 0,
+    -- the names its code spans call, lowercased (JSON list; LinkGraph.references)
+    code_names TEXT NOT NULL DEFAULT '[]'
 );
 CREATE TABLE IF NOT EXISTS chunks (
     key TEXT PRIMARY KEY,
@@ -150,6 +153,7 @@ def _file_from_row(row: tuple[Any, ...]) -> FileRecord:
         warnings=tuple(json.loads(row[10])),
         ino=int(row[11]),
         ctime_ns=int(row[12]),
+        code_names=tuple(json.loads(row[13])),
     )
 
 
@@ -222,7 +226,7 @@ class Store(VectorTables):
     def files(self) -> dict[str, FileRecord]:
         rows = self._conn().execute(
             "SELECT path, doc, size, mtime_ns, hash, title, tags, links, parent, encoding, warnings, "
-            "ino, ctime_ns FROM files"
+            "ino, ctime_ns, code_names FROM files"
         )
         return {r[0]: _file_from_row(r) for r in rows}
 
@@ -241,7 +245,7 @@ class Store(VectorTables):
             self._conn()
             .execute(
                 "SELECT path, doc, size, mtime_ns, hash, title, tags, links, parent, encoding, warnings, "
-                "ino, ctime_ns FROM files WHERE path = ?",
+                "ino, ctime_ns, code_names FROM files WHERE path = ?",
                 (path,),
             )
             .fetchone()
@@ -253,7 +257,7 @@ class Store(VectorTables):
             self._conn()
             .execute(
                 "SELECT path, doc, size, mtime_ns, hash, title, tags, links, parent, encoding, warnings, "
-                "ino, ctime_ns FROM files WHERE doc = ?",
+                "ino, ctime_ns, code_names FROM files WHERE doc = ?",
                 (doc,),
             )
             .fetchone()
@@ -487,7 +491,7 @@ class Store(VectorTables):
         conn.execute("DELETE FROM chunks WHERE path = ?", (record.path,))
         conn.execute("DELETE FROM files WHERE path = ? OR doc = ?", (record.path, record.doc))
         conn.execute(
-            "INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 record.path,
                 record.doc,
@@ -502,6 +506,7 @@ class Store(VectorTables):
                 json.dumps(list(record.warnings)),
                 record.ino,
                 record.ctime_ns,
+                json.dumps(list(record.code_names)),
             ),
         )
         rows = []
