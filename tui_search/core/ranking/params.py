@@ -152,7 +152,7 @@ class RankingParams:
         "references",
     )
     reference_cap: int = knob(
-        20, "a page referred to by this many documents takes the whole prior", "references"
+        10, "a page referred to by this many documents takes the whole prior", "references"
     )
     # -- long questions (hybrid mode) --------------------------------------------------------
     long_question_from: int = knob(
