@@ -147,3 +147,19 @@ def test_the_default_is_on() -> None:
     p = Settings().ranking
     assert p.reference_prior == RankingParams().reference_prior > 0
     assert p.reference_cap == RankingParams().reference_cap > 0
+
+
+def test_a_change_rebuilds_the_graph_on_the_writers_thread(tmp_path: Path) -> None:
+    """The watcher's write (``apply_paths``) leaves the link graph current, references
+    included, so the search the change sets off reads it without rebuilding it."""
+    files = {"du.md": "# du\n\nDisk usage.\n", "ncdu.md": "# ncdu\n\nDisk usage analyzer.\n"}
+    root = write_files(tmp_path / "ws", files)
+    settings = Settings(workspace=root, index_dir=tmp_path / "idx")
+    with SearchEngine(settings, embedder=Model2VecEmbedder()) as engine:
+        engine.sync()
+        assert engine.graph().references("du.md") == 0
+        (root / "ncdu.md").write_text("# ncdu\n\nSee also: `du`.\n", encoding="utf-8")
+        engine.apply_paths(["ncdu.md"])
+        built = engine.index._graph  # what the write left, before any search asks
+        assert built is not None and built.references("du.md") == 1
+        assert engine.graph() is built
