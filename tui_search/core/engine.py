@@ -157,12 +157,7 @@ class SearchEngine:
     def apply_paths(
         self, paths: Iterable[str], progress: ProgressCallback | None = None
     ) -> IndexReport:
-        report = self.indexer.apply_paths(paths, progress)
-        if report.changed or report.removed:
-            # the link graph (links, references: docs/ranking.md#references) is rebuilt here,
-            # on the writer's thread, so the search a change sets off does not wait for it
-            self.index.graph()
-        return report
+        return self.indexer.apply_paths(paths, progress)
 
     @property
     def model_name(self) -> str:

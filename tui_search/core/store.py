@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +75,9 @@ CREATE INDEX IF NOT EXISTS chunks_section ON chunks(section_id);
 CREATE INDEX IF NOT EXISTS chunks_hash ON chunks(content_hash);
 CREATE INDEX IF NOT EXISTS chunks_novec ON chunks(key) WHERE vector IS NULL;
 CREATE INDEX IF NOT EXISTS chunks_links ON chunks(link_share) WHERE link_share > 0;
+-- how many other documents refer to each document (LinkGraph.references; only counts > 0),
+-- as of the files_version in meta's references_at
+CREATE TABLE IF NOT EXISTS doc_references (path TEXT PRIMARY KEY, n INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS skipped (path TEXT PRIMARY KEY, reason TEXT NOT NULL);
 -- the last full scan: the mtime of each folder listed ('<folder>/', the root '/'), ignore file
 -- and unreadable file (-1: too recent to trust); what the quick check compares
@@ -420,6 +423,24 @@ class Store(VectorTables):
         )
         return [r[0] for r in rows]
 
+    def references_current(self) -> bool:
+        """Whether the stored reference counts are those of the files as they are now."""
+        return self.get_meta("references_at") == json.dumps(list(self.files_stamp()))
+
+    def references_of(self, paths: Iterable[str]) -> dict[str, int]:
+        """Path -> how many other documents refer to it, for those of ``paths`` some do."""
+        sql = "SELECT path, n FROM doc_references WHERE path IN {in}"
+        return {p: int(n) for p, n in self.select_in(sql, paths)}
+
+    def set_references(self, conn: sqlite3.Connection, counts: Mapping[str, int]) -> None:
+        """Replace the reference counts with ``counts``, as of the files now."""
+        conn.execute("DELETE FROM doc_references")
+        conn.executemany(
+            "INSERT INTO doc_references VALUES (?, ?)", [(p, n) for p, n in counts.items() if n > 0]
+        )
+        stamp = json.dumps(list(self.files_stamp()))
+        conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", ("references_at", stamp))
+
     def files_stamp(self) -> tuple[Any, ...]:
         """Changes whenever a file is added, removed or changed: the count the triggers keep
         (an index opened read-only from before them: an aggregate over every file)."""
@@ -453,6 +474,7 @@ class Store(VectorTables):
             conn.execute("DELETE FROM file_vectors")
             conn.execute("DELETE FROM files")
             conn.execute("DELETE FROM anchors")
+            conn.execute("DELETE FROM doc_references")
             conn.execute("DELETE FROM scan")
             conn.execute("DELETE FROM meta WHERE key = 'dirty'")
 

@@ -149,17 +149,23 @@ def test_the_default_is_on() -> None:
     assert p.reference_cap == RankingParams().reference_cap > 0
 
 
-def test_a_change_rebuilds_the_graph_on_the_writers_thread(tmp_path: Path) -> None:
-    """The watcher's write (``apply_paths``) leaves the link graph current, references
-    included, so the search the change sets off reads it without rebuilding it."""
+def test_the_writer_keeps_the_counts_a_search_reads(tmp_path: Path) -> None:
+    """Each write counts the references once (``Store.references_of``), so a search reads its
+    candidates' counts instead of building the link graph; a count not current (files changed
+    by a write that did not count them) is read from the link graph instead."""
     files = {"du.md": "# du\n\nDisk usage.\n", "ncdu.md": "# ncdu\n\nDisk usage analyzer.\n"}
     root = write_files(tmp_path / "ws", files)
     settings = Settings(workspace=root, index_dir=tmp_path / "idx")
     with SearchEngine(settings, embedder=Model2VecEmbedder()) as engine:
         engine.sync()
-        assert engine.graph().references("du.md") == 0
+        store = engine.index.store
+        assert store.references_current() and store.references_of(["du.md"]) == {}
         (root / "ncdu.md").write_text("# ncdu\n\nSee also: `du`.\n", encoding="utf-8")
-        engine.apply_paths(["ncdu.md"])
-        built = engine.index._graph  # what the write left, before any search asks
-        assert built is not None and built.references("du.md") == 1
-        assert engine.graph() is built
+        engine.apply_paths(["ncdu.md"])  # the watcher's write
+        assert store.references_current() and store.references_of(["du.md"]) == {"du.md": 1}
+        reader = engine.retriever.signals
+        assert reader.references(["du", "ncdu"]) == {"du": 1}
+        (root / "gdu.md").write_text("# gdu\n\nSee also: `du`.\n", encoding="utf-8")
+        engine.indexer.apply_paths(["gdu.md"], tables=False)  # a first index's batch
+        assert not store.references_current()
+        assert reader.references(["du"]) == {"du": 2}  # from the link graph

@@ -283,16 +283,17 @@ class SignalReader:
 
     def references(self, docs: Iterable[str]) -> dict[str, int]:
         """Document id -> how many other documents refer to it (``LinkGraph.references``),
-        for the documents named that others refer to."""
-        graph = self.index.graph()
+        for the documents named that others refer to: the counts the writer keeps, or the
+        link graph's when they are not current (a write cut short, another process's)."""
         paths = self.index.doc_paths()
-        out: dict[str, int] = {}
-        for doc in docs:
-            path = paths.get(doc)
-            n = graph.references(path) if path is not None else 0
-            if n > 0:
-                out[doc] = n
-        return out
+        wanted = {doc: paths[doc] for doc in docs if doc in paths}
+        store = self.index.store
+        if store.references_current():
+            counts = store.references_of(wanted.values())
+        else:
+            graph = self.index.graph()
+            counts = {path: graph.references(path) for path in wanted.values()}
+        return {doc: counts[path] for doc, path in wanted.items() if counts.get(path)}
 
     @staticmethod
     def heading_signals(
