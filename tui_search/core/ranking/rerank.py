@@ -46,6 +46,7 @@ from tui_search.core.chunking import embedding_text
 from tui_search.core.errors import ModelError
 from tui_search.core.quick_tokenizer import QuickTokenizer
 from tui_search.core.ranking import encoder_weights
+from tui_search.core.ranking.fusion import document_of
 from tui_search.core.ranking.params import RankingParams
 from tui_search.core.records import VECTOR_DTYPE
 
@@ -275,14 +276,33 @@ class RerankOutcome:
 def mix(scores: list[float], cosines: np.ndarray, weight: float, floor: float) -> list[float]:
     """The head's new scores: ``(1 - weight) x score + weight x cos' x best score``, ``cos'``
     the cosines min-max over the head; never below ``floor`` (the best score after the head,
-    which stays below it). ``scores`` best first."""
+    which stays below it)."""
     lo, hi = float(cosines.min()), float(cosines.max())
     norm = (cosines - lo) / (hi - lo) if hi > lo else np.zeros_like(cosines)
-    top = scores[0]
+    top = max(scores)
     return [
         max((1 - weight) * s + weight * float(c) * top, floor + 1e-9)
         for s, c in zip(scores, norm, strict=True)
     ]
+
+
+def withdraw_names(head: list[Scored], cosines: np.ndarray, share: float) -> None:
+    """The name match read again by the encoder: a document whose name the query says gained
+    it when the static model found that it answers (``signals.answers``); where the encoder
+    reads it as not answering (its best cosine in the head below ``share`` of the head's
+    best), the gain is withdrawn before the head is mixed: the page ``link`` for "create a
+    symbolic link", ``file`` for "search for a word inside files" (docs/ranking.md#name-match)."""
+    if share <= 0 or not any(s.name_factor > 1.0 for s in head):
+        return
+    top = float(cosines.max())
+    best: dict[str, float] = {}
+    for s, c in zip(head, cosines.tolist(), strict=True):
+        d = document_of(s.key)
+        best[d] = max(best.get(d, -1.0), c)
+    for s in head:
+        if s.name_factor > 1.0 and best[document_of(s.key)] < share * top:
+            s.score /= s.name_factor
+            s.name_factor = 1.0
 
 
 class Reranker:
@@ -415,6 +435,7 @@ class Reranker:
         if cos is None:
             return RerankOutcome(False, missing)
         floor = ranked[k].score if len(ranked) > k else 0.0
+        withdraw_names(head, cos, self.params.title_answer_share)
         for s, value, raw in zip(
             head,
             mix([s.score for s in head], cos, self.params.rerank_weight, floor),
