@@ -8,7 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.app import App
 from textual.pilot import Pilot
+from textual.worker import WorkerCancelled
 
 from tui_search.config import Settings
 from tui_search.core.engine import SearchEngine
@@ -99,7 +101,7 @@ async def settle(pilot: Pilot[Any], rounds: int = 3) -> None:
     assert isinstance(app, TuiSearchApp)
     quiet = 0
     for _ in range(6000):  # a safety bound (minutes); idle, a few rounds
-        await app.workers.wait_for_complete()
+        await workers_done(app)
         await pilot.pause()
         if app.busy:
             quiet = 0
@@ -110,12 +112,24 @@ async def settle(pilot: Pilot[Any], rounds: int = 3) -> None:
             return
 
 
+async def workers_done(app: App[Any]) -> None:
+    """Wait for the app's running workers. An exclusive worker started again (the
+    vocabulary after each index batch) cancels its earlier run, which is expected: that run's
+    cancellation is not a failure, so the wait goes on with the workers left."""
+    for _ in range(1000):  # a safety bound; one or two rounds at most in practice
+        try:
+            await app.workers.wait_for_complete()
+            return
+        except WorkerCancelled:
+            continue
+
+
 async def ready(pilot: Pilot[Any]) -> None:
     """Wait for the engine to open and the first index to finish."""
     app = pilot.app
     assert isinstance(app, TuiSearchApp)
     for _ in range(2400):  # a safety bound (over 2 minutes); idle, well under a second
-        await app.workers.wait_for_complete()
+        await workers_done(app)
         await pilot.pause()
         if app.index_ready or app.engine_error:
             break

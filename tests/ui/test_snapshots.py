@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from apphelpers import workers_done
 from textual.pilot import Pilot
 from textual.widgets import Static
 
@@ -120,7 +121,7 @@ async def settle(pilot: Pilot[Any]) -> None:
     assert isinstance(app, TuiSearchApp)
     quiet = 0
     for _ in range(600):
-        await app.workers.wait_for_complete()
+        await workers_done(app)
         await pilot.pause()
         if app.busy or not (app.index_ready or app.engine_error):
             quiet = 0
