@@ -130,7 +130,8 @@ def order(row: dict[str, Any], lam: float, a: float, extra: bool) -> list[str]:
     else:
         a_eff = a
     score = {
-        d: (1 - lam) * best.get(d, 0.0) + lam * (a_eff * kw.get(d, 0.0) + (1 - a_eff) * cos.get(d, 0.0))
+        d: (1 - lam) * best.get(d, 0.0)
+        + lam * (a_eff * kw.get(d, 0.0) + (1 - a_eff) * cos.get(d, 0.0))
         for d in docs
     }
     return sorted(docs, key=lambda d: -score[d])
@@ -146,8 +147,14 @@ def score(path: Path, lams: list[float], alphas: list[float], extra: bool) -> No
             vals = []
             for name, rows in traces.items():
                 mine = [r for r in rows if r["mode"] == mode]
-                vals.append(np.mean([ndcg_at_k(order(r, lam, a, extra), r["relevant"], 10) for r in mine]))
-            print(f"l={lam:.2f} a={a:.2f}  " + "".join(f"{v:11.4f}" for v in vals) + f"{np.mean(vals):9.4f}")
+                vals.append(
+                    np.mean([ndcg_at_k(order(r, lam, a, extra), r["relevant"], 10) for r in mine])
+                )
+            print(
+                f"l={lam:.2f} a={a:.2f}  "
+                + "".join(f"{v:11.4f}" for v in vals)
+                + f"{np.mean(vals):9.4f}"
+            )
 
 
 def main() -> None:
@@ -160,7 +167,9 @@ def main() -> None:
     s.add_argument("traces", type=Path)
     s.add_argument("--lam", type=float, nargs="*", default=[0.1, 0.2, 0.3, 0.5])
     s.add_argument("--alpha", type=float, nargs="*", default=[0.3, 0.5, 0.7])
-    s.add_argument("--extra", action="store_true", help="also rank whole-file BM25 files the ranking missed")
+    s.add_argument(
+        "--extra", action="store_true", help="also rank whole-file BM25 files the ranking missed"
+    )
     args = ap.parse_args()
     if args.cmd == "record":
         record(args.set, args.out)

@@ -98,7 +98,11 @@ def file_vectors(index_dir: Path) -> tuple[list[str], np.ndarray]:
     """(paths, their mean chunk vectors) from the product's manifest."""
     conn = sqlite3.connect(index_dir / "manifest.sqlite")
     doc_path = dict(conn.execute("SELECT doc, path FROM files"))
-    rows = [(doc_path[d], unpack_vector(b)) for d, b in conn.execute("SELECT doc, vector FROM file_vectors") if d in doc_path]
+    rows = [
+        (doc_path[d], unpack_vector(b))
+        for d, b in conn.execute("SELECT doc, vector FROM file_vectors")
+        if d in doc_path
+    ]
     conn.close()
     return [p for p, _ in rows], np.stack([v for _, v in rows]).astype(np.float32)
 
@@ -118,7 +122,9 @@ def convex(bm25: list[tuple[str, float]], dense: list[tuple[str, float]], a: flo
     return sorted(scores, key=lambda k: -scores[k])
 
 
-def figures(runs: dict[str, list[str]], qrels: dict[str, dict[str, float]]) -> tuple[float, float, float]:
+def figures(
+    runs: dict[str, list[str]], qrels: dict[str, dict[str, float]]
+) -> tuple[float, float, float]:
     n = len(runs)
     return (
         sum(ndcg_at_k(r, qrels[q], 10) for q, r in runs.items()) / n,
@@ -128,10 +134,14 @@ def figures(runs: dict[str, list[str]], qrels: dict[str, dict[str, float]]) -> t
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--dataset", type=Path, default=ROOT / "eval" / "aws-docs")
     ap.add_argument("--index-dir", type=Path, required=True, help="tui-search eval's --index-dir")
-    ap.add_argument("--cache", type=Path, required=True, help="folder for the whole-file Whoosh index")
+    ap.add_argument(
+        "--cache", type=Path, required=True, help="folder for the whole-file Whoosh index"
+    )
     ap.add_argument("--alpha", type=float, default=0.5, help="BM25's share in the convex fusion")
     ap.add_argument("--json", type=Path, help="write every figure here")
     args = ap.parse_args()
@@ -144,16 +154,27 @@ def main() -> None:
 
     rows: list[tuple[str, tuple[float, float, float]]] = []
     settings = load_settings(workspace=workspace, index_dir=args.index_dir)
-    report = run_evaluation(args.dataset, settings=settings, modes=["keyword", "semantic", "hybrid"])
+    report = run_evaluation(
+        args.dataset, settings=settings, modes=["keyword", "semantic", "hybrid"]
+    )
     for mode, res in report.modes.items():
-        rows.append((f"tui-search {mode}, by file", (res.ndcg_at_10, res.hit_at_1, res.recall_at_100)))
+        rows.append(
+            (f"tui-search {mode}, by file", (res.ndcg_at_10, res.hit_at_1, res.recall_at_100))
+        )
         if res.grouped is not None:
             g = res.grouped
-            rows.append((f"tui-search {mode}, grouped / find_documents", (g.ndcg_at_10, g.hit_at_1, g.recall_at_100)))
+            rows.append(
+                (
+                    f"tui-search {mode}, grouped / find_documents",
+                    (g.ndcg_at_10, g.hit_at_1, g.recall_at_100),
+                )
+            )
 
     ix = build_whoosh(workspace, args.cache)
     embed = SearchEngine(
-        load_settings(workspace=workspace, index_dir=index_dir.parent if archive_index else args.index_dir)
+        load_settings(
+            workspace=workspace, index_dir=index_dir.parent if archive_index else args.index_dir
+        )
     )
     paths, vectors = file_vectors(index_dir)
     bm25_runs: dict[str, list[tuple[str, float]]] = {}
@@ -166,8 +187,18 @@ def main() -> None:
             top = np.argsort(-sims)[:DEPTH]
             dense_runs[qid] = [(paths[i], float(sims[i])) for i in top]
     embed.close()
-    rows.append(("whole-file BM25 (Whoosh)", figures({q: [k for k, _ in r] for q, r in bm25_runs.items()}, qrels)))
-    rows.append(("file mean vector (model2vec)", figures({q: [k for k, _ in r] for q, r in dense_runs.items()}, qrels)))
+    rows.append(
+        (
+            "whole-file BM25 (Whoosh)",
+            figures({q: [k for k, _ in r] for q, r in bm25_runs.items()}, qrels),
+        )
+    )
+    rows.append(
+        (
+            "file mean vector (model2vec)",
+            figures({q: [k for k, _ in r] for q, r in dense_runs.items()}, qrels),
+        )
+    )
     for a in sorted({args.alpha, 0.3, 0.4, 0.5, 0.6, 0.7}):
         runs = {q: convex(bm25_runs[q], dense_runs[q], a) for q in judged}
         mark = "" if a == args.alpha else " (sweep, tuned on the test)"
@@ -178,7 +209,12 @@ def main() -> None:
     for name, (ndcg, hit, rec) in rows:
         print(f"{name:52} {ndcg:8.3f} {hit:6.3f} {rec:6.3f}")
     if args.json:
-        args.json.write_text(json.dumps({name: dict(zip(("ndcg@10", "hit@1", "recall@100"), f)) for name, f in rows}, indent=1))
+        args.json.write_text(
+            json.dumps(
+                {name: dict(zip(("ndcg@10", "hit@1", "recall@100"), f)) for name, f in rows},
+                indent=1,
+            )
+        )
 
 
 if __name__ == "__main__":

@@ -47,6 +47,7 @@ from tui_search.core.keyword.literal import (
 from tui_search.core.keyword.snapshot import LexicalSnapshot
 from tui_search.core.plan import Field, Mode, Node, Phrase, QueryPlan, Seq, Word
 from tui_search.core.query import has_text, iter_nodes
+from tui_search.core.ranking.documents import FileSignature
 from tui_search.core.ranking.exact import term_query
 from tui_search.core.ranking.fusion import (
     Scored,
@@ -61,6 +62,8 @@ from tui_search.core.ranking.semantic import SemanticArm
 from tui_search.core.ranking.signals import QuerySignals, SignalReader
 
 if TYPE_CHECKING:
+    from whoosh import query as Q
+
     from tui_search.core.ranking.rerank import Reranker, RerankOutcome
 
 #: A boolean query's matches fused with the semantic side, by keyword score (the rest follow
@@ -114,6 +117,11 @@ class Ranking:
     #: counted. None: every result matches (keyword mode, a listing, ``like:``). The tail's
     #: rows are keyword matches, always.
     matches: frozenset[str] | None = None
+    #: What scores a file as a whole (``whole_files``): the plain query's keyword query (None
+    #: for a boolean query or without the keyword arm) and the query vector (None without the
+    #: semantic arm).
+    keyword_query: Q.Query | None = None
+    query_vector: np.ndarray | None = None
 
     @property
     def rerank_pending(self) -> int:
@@ -293,7 +301,13 @@ class Retriever:
                     section_of(s.key) for s, hit in zip(ranked, also.tolist(), strict=True) if hit
                 ]
                 matches = matches | frozenset(extra)
-        return Ranking(ranked, weights, name, c.warnings, rest, outcome, steps, matches)
+        keyword_query = None
+        if steps.policy.keyword_arm and plan.plain_text is not None:
+            keyword_query = plain_query(plan.plain_text, params)
+        return Ranking(
+            ranked, weights, name, c.warnings, rest, outcome, steps, matches,
+            keyword_query, arms.qvec if like_vector is None else None,
+        )  # fmt: skip
 
     def _resolve(
         self, plan: QueryPlan, c: Compiler, snap: LexicalSnapshot
@@ -407,6 +421,33 @@ class Retriever:
             signals.apply(scored, rules)
             out.append((finalize(scored), used))
         return out
+
+    # -- whole files ----------------------------------------------------------------------
+    def whole_files(
+        self, ranking: Ranking, docs: list[str]
+    ) -> tuple[dict[str, float], dict[str, float]]:
+        """For ``docs`` (document ids): each one's whole-file BM25F for the ranking's keyword
+        query, and the cosine of its mean chunk vector with the query vector (each empty when
+        the ranking has none)."""
+        keyword: dict[str, float] = {}
+        if ranking.keyword_query is not None:
+            scores = self.index.lexical.snapshot().file_scores(ranking.keyword_query)
+            keyword = {d: scores[d] for d in docs if d in scores}
+        cosine: dict[str, float] = {}
+        qvec = ranking.query_vector
+        if qvec is not None:
+            means = self.index.store.file_vectors(docs)
+            cosine = {d: float(v @ qvec) for d, v in means.items()}
+        return keyword, cosine
+
+    def file_signatures(self, docs: list[str]) -> dict[str, FileSignature]:
+        """Each document's content hash, title and mean chunk vector (what tells copies of a
+        page apart, ``documents.are_copies``)."""
+        vectors = self.index.store.file_vectors(docs)
+        return {
+            doc: FileSignature(digest, title, vectors.get(doc))
+            for doc, digest, title in self.index.store.file_identities(docs)
+        }
 
     # -- literals -----------------------------------------------------------------------
     def literal_keys(
