@@ -153,7 +153,7 @@ def main() -> None:
     judged = {q: t for q, t in queries.items() if q in qrels}
 
     rows: list[tuple[str, tuple[float, float, float]]] = []
-    settings = load_settings(workspace=workspace, index_dir=args.index_dir)
+    settings = load_settings({"index_dir": args.index_dir})
     report = run_evaluation(
         args.dataset, settings=settings, modes=["keyword", "semantic", "hybrid"]
     )
