@@ -132,7 +132,8 @@ def page_of(
     groups = [(f, [ranking.at(i) for i in passages[f]], counts[f]) for f in page_files]
     shown = [s for _, items, _ in groups for s in items]
     copies = {f: folded for f, folded in page_rows if folded}
-    return Page(shown, groups, len(path_rows), n_results, n_files, copies)
+    # grouped, a page's copies folded under it are one of the files covered
+    return Page(shown, groups, len(path_rows), n_results, len(path_rows), copies)
 
 
 def _file_rows(
