@@ -171,11 +171,7 @@ def main() -> None:
             )
 
     ix = build_whoosh(workspace, args.cache)
-    embed = SearchEngine(
-        load_settings(
-            workspace=workspace, index_dir=index_dir.parent if archive_index else args.index_dir
-        )
-    )
+    embed = SearchEngine(settings.replace(workspace=workspace.resolve(), index_dir=index_dir))
     paths, vectors = file_vectors(index_dir)
     bm25_runs: dict[str, list[tuple[str, float]]] = {}
     dense_runs: dict[str, list[tuple[str, float]]] = {}

@@ -60,6 +60,17 @@ FILES = {
         "# EBS snapshots\n\n## Create a snapshot\n\nA snapshot is a point-in-time backup of an "
         "EBS volume stored in S3. Create a snapshot of the volume before you modify it.\n"
     ),
+    # a file that covers a question across its sections, and one whose one section says two of
+    # its words many times
+    "backup/doc_source/backup-plans.md": (
+        "# Backup plans\n\n## Retention\n\nA plan keeps each recovery point for its retention "
+        "period.\n\n## Vaults\n\nRecovery points are kept in a vault, encrypted with its key."
+        "\n\n## Restores\n\nA restore job makes a new resource from a recovery point.\n"
+    ),
+    "backup/doc_source/vault-keys.md": (
+        "# Vault keys\n\n## Keys\n\nEach vault has a key; the vault key encrypts the vault, "
+        "and a vault without a key uses the default vault key of the account.\n"
+    ),
 }
 LINUX, WINDOWS = (p for p in FILES if p.endswith("volume-modifications.md"))
 JS2, JS3 = (p for p in FILES if p.endswith("dead-letter-queues.md"))
@@ -158,3 +169,27 @@ def test_file_order_mixes_the_best_section_with_the_whole_file() -> None:
     assert file_order(best, whole, 0.0) == ["a", "b", "c"]
     assert file_order(best, whole, 0.3) == ["b", "a", "c"]
     assert file_order([("a", 0.5), ("b", 0.5)], {}, 0.3) == ["a", "b"]  # ties keep their order
+
+
+def test_a_file_share_orders_files_by_the_whole_file(engine: SearchEngine) -> None:
+    """With ``document_file_share`` 1, keyword mode lists files by their whole-file BM25F; at 0
+    (shipped), by their best section."""
+    query = "vault retention restore"
+    snap = engine.index.lexical.snapshot()
+    from tui_search.core.keyword.compile import plain_query
+
+    kw_query = plain_query(query, engine.params)
+    assert kw_query is not None
+    whole = snap.file_scores(kw_query)
+    paths = engine.index.doc_paths()
+    by_whole = [paths[d] for d in sorted(whole, key=lambda d: -whole[d])]
+    params = dataclasses.replace(engine.params, document_file_share=1.0, fold_copies=False)
+    _, rows = engine.rank_files(query, "keyword", params=params)
+    assert [p for p, _ in rows] == by_whole[: len(rows)]
+    ranked, plain = engine.rank_files(
+        query, "keyword", params=dataclasses.replace(params, document_file_share=0.0)
+    )
+    records = engine.records(s.key for s in ranked)
+    first = list(dict.fromkeys(records[s.key].file_path for s in ranked if s.key in records))
+    assert [p for p, _ in plain] == first[: len(plain)]
+    assert [p for p, _ in rows] != [p for p, _ in plain]  # the two orders differ here
