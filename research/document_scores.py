@@ -30,7 +30,12 @@ sys.path.insert(0, str(ROOT))
 from tui_search.config import load_settings  # noqa: E402
 from tui_search.core.engine import SearchEngine  # noqa: E402
 from tui_search.core.keyword.compile import plain_query  # noqa: E402
-from tui_search.eval.harness import QueryTrace, run_evaluation  # noqa: E402
+from tui_search.eval.harness import (  # noqa: E402
+    QueryTrace,
+    load_queries,
+    run_evaluation,
+    split_files,
+)
 from tui_search.eval.metrics import ndcg_at_k  # noqa: E402
 
 MODES = ["keyword", "semantic", "hybrid"]
@@ -44,14 +49,23 @@ def record(sets: list[str], out: Path) -> None:
         dataset, index_dir = rest.split(":", 1)
         engines: list[SearchEngine] = []
 
-        def factory(settings: Any) -> SearchEngine:
+        def factory(settings: Any, engines: list[SearchEngine] = engines) -> SearchEngine:
             engine = SearchEngine(settings)
             engines.append(engine)
             return engine
 
         rows: list[dict[str, Any]] = []
+        queries = load_queries(split_files(Path(dataset), "test")[0])
+        id_file = Path(index_dir) / "ids.json"
+        ids: dict[str, str] = json.loads(id_file.read_text()) if id_file.is_file() else {}
 
-        def on_query(t: QueryTrace, rows: list[dict[str, Any]] = rows) -> None:
+        def on_query(
+            t: QueryTrace,
+            rows: list[dict[str, Any]] = rows,
+            engines: list[SearchEngine] = engines,
+            queries: dict[str, str] = queries,
+            ids: dict[str, str] = ids,
+        ) -> None:
             engine = engines[-1]
             index = engine.index
             records = engine.records(s.key for s in t.ranked)
@@ -86,11 +100,6 @@ def record(sets: list[str], out: Path) -> None:
                 }
             )
 
-        from tui_search.eval.harness import load_queries, split_files
-
-        queries = load_queries(split_files(Path(dataset), "test")[0])
-        id_file = Path(index_dir) / "ids.json"
-        ids: dict[str, str] = json.loads(id_file.read_text()) if id_file.is_file() else {}
         settings = load_settings({"index_dir": Path(index_dir)})
         report = run_evaluation(
             Path(dataset),
@@ -145,7 +154,7 @@ def score(path: Path, lams: list[float], alphas: list[float], extra: bool) -> No
         print(f"{'variant':16}" + "".join(f"{n[:10]:>11}" for n in traces) + f"{'mean':>9}")
         for lam, a in variants:
             vals = []
-            for name, rows in traces.items():
+            for rows in traces.values():
                 mine = [r for r in rows if r["mode"] == mode]
                 vals.append(
                     np.mean([ndcg_at_k(order(r, lam, a, extra), r["relevant"], 10) for r in mine])

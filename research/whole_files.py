@@ -207,7 +207,10 @@ def main() -> None:
     if args.json:
         args.json.write_text(
             json.dumps(
-                {name: dict(zip(("ndcg@10", "hit@1", "recall@100"), f)) for name, f in rows},
+                {
+                    name: dict(zip(("ndcg@10", "hit@1", "recall@100"), f, strict=True))
+                    for name, f in rows
+                },
                 indent=1,
             )
         )
