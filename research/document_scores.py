@@ -129,7 +129,8 @@ def order(row: dict[str, Any], lam: float, a: float, extra: bool) -> list[str]:
         docs += [d for d in row["kw"] if d not in files]
     if lam == 0:
         return list(files)
-    best = minmax(files)
+    top = max(files.values()) or 1.0
+    best = {d: v / top for d, v in files.items()}  # as the product scales it (file_order)
     kw = minmax({d: row["kw"].get(d, 0.0) for d in docs})
     cos = minmax({d: row["cos"].get(d, 0.0) for d in docs})
     if row["mode"] == "keyword":
