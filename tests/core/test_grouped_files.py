@@ -147,6 +147,7 @@ def test_copies_are_the_same_bytes_or_the_same_title_and_nearly_the_same_vector(
     # a copy ranked past the rows asked for is folded all the same (not a row of a later page)
     assert fold_copies(["a", "c", "e", "b"], sigs, rows=1) == [("a", ["b"])]
     assert fold_copies(["x", "a"], sigs, rows=5) == [("x", []), ("a", [])]
+    assert fold_copies(["a", "d"], sigs, rows=5) == [("a", ["d"])]  # the same bytes, any title
 
 
 def test_whole_file_scores_follow_the_arm_weights() -> None:

@@ -100,17 +100,24 @@ def fold_copies(
     that is its copy folded under it (in their order), so a copy ranked far below is not a
     row of a later page either. A file without a signature is its own row."""
     out: list[tuple[str, list[str]]] = []
-    leaders: list[tuple[FileSignature, list[str]]] = []
+    # the rows so far by content hash and by title: a copy shares one of them with its row
+    by_hash: dict[str, list[str]] = {}
+    by_title: dict[str, list[tuple[FileSignature, list[str]]]] = {}
     for doc in order:
         sig = signatures.get(doc)
         home = None
         if sig is not None:
-            home = next((copies for lead, copies in leaders if are_copies(lead, sig)), None)
+            home = by_hash.get(sig.hash)
+            if home is None:
+                same_title = by_title.get(sig.title_key, ())
+                home = next((c for lead, c in same_title if are_copies(lead, sig)), None)
         if home is not None:
             home.append(doc)
         elif len(out) < rows:
             copies: list[str] = []
             out.append((doc, copies))
             if sig is not None:
-                leaders.append((sig, copies))
+                by_hash.setdefault(sig.hash, copies)
+                if sig.title_key:
+                    by_title.setdefault(sig.title_key, []).append((sig, copies))
     return out

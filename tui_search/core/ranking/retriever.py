@@ -18,6 +18,7 @@ It reads the index; it never writes.
 from __future__ import annotations
 
 import heapq
+from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -443,11 +444,16 @@ class Retriever:
     def file_signatures(self, docs: list[str]) -> dict[str, FileSignature]:
         """Each document's content hash, title and mean chunk vector (what tells copies of a
         page apart, ``documents.are_copies``)."""
-        vectors = self.index.store.file_vectors(docs)
-        return {
-            doc: FileSignature(digest, title, vectors.get(doc))
-            for doc, digest, title in self.index.store.file_identities(docs)
-        }
+        rows = self.index.store.file_identities(docs)
+        # a vector tells copies apart only among files of one title: read those alone
+        titles = Counter(FileSignature(digest, title, None).title_key for _, digest, title in rows)
+        shared = [
+            d
+            for d, digest, title in rows
+            if titles[FileSignature(digest, title, None).title_key] > 1
+        ]
+        vectors = self.index.store.file_vectors(shared) if shared else {}
+        return {doc: FileSignature(digest, title, vectors.get(doc)) for doc, digest, title in rows}
 
     # -- literals -----------------------------------------------------------------------
     def literal_keys(
