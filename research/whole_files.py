@@ -195,7 +195,7 @@ def main() -> None:
             figures({q: [k for k, _ in r] for q, r in dense_runs.items()}, qrels),
         )
     )
-    for a in sorted({args.alpha, 0.3, 0.4, 0.5, 0.6, 0.7}):
+    for a in sorted({args.alpha, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9}):
         runs = {q: convex(bm25_runs[q], dense_runs[q], a) for q in judged}
         mark = "" if a == args.alpha else " (sweep, tuned on the test)"
         rows.append((f"convex fusion a={a:.1f}{mark}", figures(runs, qrels)))
