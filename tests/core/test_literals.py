@@ -124,6 +124,30 @@ def test_a_literal_with_no_word_is_searched_not_refused(engine: SearchEngine) ->
     assert not res.warnings
 
 
+def marked(engine: SearchEngine, query: str) -> dict[str, list[str]]:
+    """Section id -> the highlighted strings of its snippet."""
+    res = engine.search(query, mode="keyword", limit=20)
+    return {h.section_id: [h.snippet.text[s:e] for s, e in h.snippet.spans] for h in res.hits}
+
+
+def test_a_literal_is_highlighted_as_its_characters(engine: SearchEngine) -> None:
+    # the whole sequence is marked, not the words inside it nor those words elsewhere
+    assert marked(engine, '"--force"') == {
+        "git:pushing": ["--force", "--force"],
+        "git:forcing-a-push": ["--FORCE"],
+    }
+    assert marked(engine, '"std::vector"') == {"langs:containers": ["std::vector"]}
+    assert marked(engine, '"![["') == {"wiki:embedding-a-note": ["![["]}
+    # beside a required word, both are marked; a word of the literal alone is not
+    spans = marked(engine, '"--force" AND push')
+    assert spans["git:pushing"] == ["push", "--force", "--force"]
+    assert spans["git:forcing-a-push"] == ["--FORCE", "push"]
+    # the preview's highlighter is the same
+    res = engine.search('"C#"', mode="keyword")
+    text = "C# and ABC# and c# here"
+    assert [text[s:e] for s, e in engine.highlighter(res).spans(text)] == ["C#"]
+
+
 def test_the_minus_word_rule(engine: SearchEngine) -> None:
     # -ComputerName after a command, and the index holds it as written: it is text
     plan = engine.plan("Get-Process -ComputerName")

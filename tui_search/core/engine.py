@@ -396,7 +396,7 @@ class SearchEngine:
         """Marks the words of any text that match ``results``' query (as in its snippets)."""
         if results is None:
             return Highlighter(())
-        return Highlighter(results.terms, results.identifiers)
+        return Highlighter(results.terms, results.identifiers, results.literals)
 
     @foreground
     def search(
@@ -450,7 +450,7 @@ class SearchEngine:
             ranking,
             self.index.store,
             self.index.doc_paths(),
-            Highlighter(plan.highlight_terms, plan.identifiers),
+            Highlighter(plan.marked_terms, plan.identifiers, plan.literals),
             snippet_chars=snippet_chars or self.settings.snippet_chars,
             explain=explain or plan.explain,
             group=group,
@@ -468,7 +468,8 @@ class SearchEngine:
             has_more=has_more,
             next_token=paging.encode_token(query_id, offset + limit) if has_more else None,
             warnings=(*plan.warnings, *ranking.warnings),
-            terms=tuple(sorted(plan.highlight_terms)),
+            terms=tuple(sorted(plan.marked_terms)),
+            literals=plan.literals,
             identifiers=plan.identifiers,
             weights=ranking.weights,
             soft_share=ranking.steps.soft_share if ranking.steps is not None else 0.0,

@@ -105,6 +105,12 @@ class QueryPlan:
     depth: int = 1
     identifiers: tuple[str, ...] = ()
     highlight_terms: frozenset[str] = frozenset()
+    #: Quoted literals the results hold (``"--dry-run"``, ``"C#"``; not negated ones):
+    #: highlighted as the character sequence they match, not as their words.
+    literals: tuple[str, ...] = ()
+    #: Terms of ``highlight_terms`` the query holds only inside its literals (``dry``,
+    #: ``run`` for ``"--dry-run"``): not highlighted as words, so a lone ``run`` is not marked.
+    literal_terms: frozenset[str] = frozenset()
     mode: Mode | None = None
     weights: tuple[float, float] | None = None
     explain: bool = False
@@ -116,6 +122,11 @@ class QueryPlan:
     #: The query-language operators applied, as written (``tag:ops``, ``mode:keyword``,
     #: ``-word``), shown with the results; () for plain text and literal fallbacks.
     operators: tuple[str, ...] = ()
+
+    @property
+    def marked_terms(self) -> frozenset[str]:
+        """The analysed terms highlighted as words (the literals are highlighted whole)."""
+        return self.highlight_terms - self.literal_terms
 
     @property
     def strict(self) -> bool:

@@ -498,14 +498,14 @@ def only_excluded_text(node: Node | None) -> bool:
     return False
 
 
-def positive_text(node: Node | None) -> list[str]:
+def positive_nodes(node: Node | None) -> list[Word | Phrase]:
     """Words and phrases that are not negated (for the semantic arm and highlighting)."""
-    out: list[str] = []
+    out: list[Word | Phrase] = []
 
     def walk(n: Node, negated: bool) -> None:
         if isinstance(n, (Word, Phrase)):
             if not negated:
-                out.append(n.text)
+                out.append(n)
         elif isinstance(n, Not):
             walk(n.child, not negated)
         elif isinstance(n, (And, Or)):
@@ -520,6 +520,15 @@ def positive_text(node: Node | None) -> list[str]:
     if node is not None:
         walk(node, False)
     return out
+
+
+def positive_text(node: Node | None) -> list[str]:
+    """The texts of :func:`positive_nodes`."""
+    return [n.text for n in positive_nodes(node)]
+
+
+def _is_literal_node(node: Word | Phrase) -> bool:
+    return isinstance(node, Phrase) and is_literal(node.text)
 
 
 # -- plans ------------------------------------------------------------------------------
@@ -574,12 +583,15 @@ def _build(text: str, tree: Node | None, d: Directives) -> QueryPlan:
         plan = replace(plan_plain(" ".join(words)), text=text)
     else:
         joined = " ".join(words)
+        positive = positive_nodes(tree)
+        worded = " ".join(n.text for n in positive if not _is_literal_node(n))
         plan = QueryPlan(
             text=text,
             tree=tree,
             semantic_text=joined if joined.strip() and has_text(tree) else None,
             identifiers=tuple(identifiers_in(joined)),
-            highlight_terms=frozenset(analyze(joined)),
+            highlight_terms=frozenset(analyze(worded)),
+            literals=tuple(dict.fromkeys(n.text for n in positive if _is_literal_node(n))),
         )
     if d.similar:  # similar: / like: drive the semantic arm
         sim_text = " ".join(d.similar)
@@ -587,6 +599,7 @@ def _build(text: str, tree: Node | None, d: Directives) -> QueryPlan:
             plan,
             semantic_text=sim_text,
             highlight_terms=plan.highlight_terms | frozenset(analyze(sim_text)),
+            literal_terms=plan.literal_terms - frozenset(analyze(sim_text)),
             similar_in_vector=bool(d.like),
         )
     semantic_driven = bool(d.similar or d.like)

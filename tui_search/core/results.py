@@ -134,6 +134,8 @@ class SearchResults:
     #: The query's analysed terms and its identifiers (exact words): what is highlighted.
     terms: tuple[str, ...] = ()
     identifiers: tuple[str, ...] = ()
+    #: The query's quoted literals, highlighted as the character sequences they match.
+    literals: tuple[str, ...] = ()
     weights: tuple[float, float] = (0.7, 0.3)
     #: Share of the semantic side given to soft matching in this search (0 = cosine only).
     soft_share: float = 0.0

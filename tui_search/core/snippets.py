@@ -1,7 +1,9 @@
 """Which words of a text match a query, for result snippets and the preview alike.
 
 One rule everywhere: a word matches when it is one of the query's identifiers (exact, case
-kept) or when the analyzer gives it a term of the query (same stemming as the index). A
+kept) or when the analyzer gives it a term of the query (same stemming as the index); a quoted
+literal (``"--dry-run"``) matches as the character sequence the search matched it by
+(``core.keyword.literal``), and words inside its matches are not marked again. A
 word's analysis is cached (a corpus repeats its words), so highlighting a page of results
 costs a regex pass and dictionary look-ups.
 """
@@ -15,6 +17,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from tui_search.core.keyword.analysis import text_analyzer, word_pattern
+from tui_search.core.keyword.literal import Literal
 from tui_search.core.results import Snippet
 from tui_search.core.textsafe import sanitize_terminal_in_place
 
@@ -33,9 +36,13 @@ def word_terms(word: str) -> frozenset[str]:
 class Highlighter:
     """Finds the matching words of any text for one query's terms and identifiers."""
 
-    def __init__(self, terms: Iterable[str], identifiers: Iterable[str] = ()) -> None:
+    def __init__(
+        self, terms: Iterable[str], identifiers: Iterable[str] = (), literals: Iterable[str] = ()
+    ) -> None:
         self.terms = frozenset(terms)
         self.identifiers = frozenset(identifiers)
+        self.literals = tuple(literals)
+        self._patterns = tuple(Literal(text).pattern for text in self.literals)
         self._known: set[str] = set()  # words already looked at (a page repeats its words)
         self._matching: set[str] = set()  # those of them that match
 
@@ -52,7 +59,7 @@ class Highlighter:
         return words & self._matching
 
     def __bool__(self) -> bool:
-        return bool(self.terms or self.identifiers)
+        return bool(self.terms or self.identifiers or self.literals)
 
     def __call__(self, text: str) -> list[tuple[int, int]]:
         return self.spans(text)
@@ -69,7 +76,12 @@ class Highlighter:
         every word walked in Python."""
         if not self:
             return []
-        if chars is not None and not self.identifiers and len(text) > 4 * chars:
+        if (
+            chars is not None
+            and not self.identifiers
+            and not self._patterns
+            and len(text) > 4 * chars
+        ):
             # the window follows the first match: when it lies well inside a prefix of the
             # text (cut at whitespace, so no word is cut), the rest need not be read
             cut = max(text.rfind(" ", 0, 4 * chars), text.rfind("\n", 0, 4 * chars))
@@ -77,21 +89,46 @@ class Highlighter:
                 early = self._window_matches(text[:cut], chars)
                 if early and early[0][0] + chars < cut:
                     return early
-        hits = self._hits(set(word_pattern(text).findall(text)))
-        if not hits:
+        literal = self._literal_spans(text)
+        hits = (
+            self._hits(set(word_pattern(text).findall(text)))
+            if self.terms or self.identifiers
+            else set()
+        )
+        if not hits and not literal:
             return []
         idents = self.identifiers
-        want_ident = not hits.isdisjoint(idents)
-        found = sorted((i, word) for word in hits for i in _occurrences(text, word))
+        found = [
+            (i, i + len(word), word in idents) for word in hits for i in _occurrences(text, word)
+        ]
+        if literal:
+            # a literal's match is one highlight, ranked as an identifier's (the window's anchor)
+            found = [m for m in found if not _overlaps(m[0], m[1], literal)]
+            found += [(s, e, True) for s, e in literal]
+        found.sort()
+        want_ident = any(ident for _, _, ident in found)
         out: list[tuple[int, int, bool]] = []
         anchor: int | None = None
-        for i, word in found:
+        for i, end, ident in found:
             if anchor is not None and chars is not None and i > anchor + chars:
                 break
-            ident = word in idents
-            out.append((i, i + len(word), ident))
+            out.append((i, end, ident))
             if anchor is None and (ident or not want_ident):
                 anchor = i
+        return out
+
+    def _literal_spans(self, text: str) -> list[tuple[int, int]]:
+        """(start, end) of the literals' matches in ``text``, left to right, none overlapping."""
+        spans = sorted(
+            m.span()
+            for pattern in self._patterns
+            for m in pattern.finditer(text)
+            if m.end() > m.start()
+        )
+        out: list[tuple[int, int]] = []
+        for s, e in spans:
+            if not out or s >= out[-1][1]:
+                out.append((s, e))
         return out
 
     def snippet(self, content: str, chars: int) -> Snippet:
@@ -120,6 +157,10 @@ class Highlighter:
         shift = len(prefix) - start
         kept = tuple((s + shift, e + shift) for s, e, _ in matches if s >= start and e <= end)
         return Snippet(prefix + cleaned + suffix, kept)
+
+
+def _overlaps(start: int, end: int, spans: list[tuple[int, int]]) -> bool:
+    return any(s < end and start < e for s, e in spans)
 
 
 def _is_word_char(c: str) -> bool:
