@@ -63,8 +63,6 @@ from tui_search.core.ranking.semantic import SemanticArm
 from tui_search.core.ranking.signals import QuerySignals, SignalReader
 
 if TYPE_CHECKING:
-    from whoosh import query as Q
-
     from tui_search.core.ranking.rerank import Reranker, RerankOutcome
 
 #: A boolean query's matches fused with the semantic side, by keyword score (the rest follow
@@ -118,10 +116,10 @@ class Ranking:
     #: counted. None: every result matches (keyword mode, a listing, ``like:``). The tail's
     #: rows are keyword matches, always.
     matches: frozenset[str] | None = None
-    #: What scores a file as a whole (``whole_files``): the plain query's keyword query (None
-    #: for a boolean query or without the keyword arm) and the query vector (None without the
+    #: What scores a file as a whole (``whole_files``): the plain query's text (None for a
+    #: boolean query or without the keyword arm) and the query vector (None without the
     #: semantic arm).
-    keyword_query: Q.Query | None = None
+    plain_text: str | None = None
     query_vector: np.ndarray | None = None
 
     @property
@@ -302,13 +300,11 @@ class Retriever:
                     section_of(s.key) for s, hit in zip(ranked, also.tolist(), strict=True) if hit
                 ]
                 matches = matches | frozenset(extra)
-        keyword_query = None
-        if steps.policy.keyword_arm and plan.plain_text is not None:
-            keyword_query = plain_query(plan.plain_text, params)
+        plain_text = plan.plain_text if steps.policy.keyword_arm else None
+        qvec = arms.qvec if like_vector is None else None
         return Ranking(
-            ranked, weights, name, c.warnings, rest, outcome, steps, matches,
-            keyword_query, arms.qvec if like_vector is None else None,
-        )  # fmt: skip
+            ranked, weights, name, c.warnings, rest, outcome, steps, matches, plain_text, qvec
+        )
 
     def _resolve(
         self, plan: QueryPlan, c: Compiler, snap: LexicalSnapshot
@@ -431,8 +427,12 @@ class Retriever:
         query, and the cosine of its mean chunk vector with the query vector (each empty when
         the ranking has none)."""
         keyword: dict[str, float] = {}
-        if ranking.keyword_query is not None:
-            scores = self.index.lexical.snapshot().file_scores(ranking.keyword_query)
+        steps = ranking.steps
+        query = None
+        if ranking.plain_text is not None and steps is not None:
+            query = plain_query(ranking.plain_text, steps.params)
+        if query is not None:
+            scores = self.index.lexical.snapshot().file_scores(query)
             keyword = {d: scores[d] for d in docs if d in scores}
         cosine: dict[str, float] = {}
         qvec = ranking.query_vector
