@@ -136,7 +136,9 @@ class Side:
         self.env["XDG_DATA_HOME"] = str(self.scratch / "data")
 
     def cmd(self, *args: str) -> list[str]:
-        return [sys.executable, "-c", CLI, *args]
+        # -P: ``python -c`` would put the working folder first on the path, so that run from
+        # a checkout's root, every side would import that checkout
+        return [sys.executable, "-P", "-c", CLI, *args]
 
     def index_dir(self, tree: str) -> Path:
         return self.scratch / f"index-{tree}"

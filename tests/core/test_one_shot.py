@@ -97,3 +97,34 @@ def test_an_encoder_that_fails_to_load_early_leaves_the_static_order_and_says_so
             h.section_id for h in off.search(QUESTION).hits
         ]
     engine.close()
+
+
+def test_a_repeat_search_loads_neither_whole_tokenizer(tmp_path: Path) -> None:
+    """A search on an index whose head has its re-ranker vectors tokenizes only its question:
+    with partial tokenizers (``core.quick_tokenizer``), the encoder's weights mapped from the
+    per-user cache."""
+    with SearchEngine(_settings(tmp_path)) as first:
+        first.sync()
+        first.search(QUESTION)  # the head's vectors are made and stored
+    with SearchEngine(_settings(tmp_path), search_mode="hybrid") as engine:
+        engine.sync()
+        results = engine.search(QUESTION)
+        assert results.reranked
+        assert engine.reranker is not None
+        encoder = engine.reranker.encoder
+        assert encoder._tok._full is None
+        assert engine.embedder._model.tokenizer._full is None  # type: ignore[attr-defined]
+        assert not encoder._layers[0]["qkv"].flags.writeable  # mapped, not made
+
+
+def test_a_process_that_searches_on_loads_the_whole_tokenizers_as_it_warms_up(
+    tmp_path: Path,
+) -> None:
+    """The app and the agent server warm up: they never make a partial tokenizer per word."""
+    with SearchEngine(_settings(tmp_path)) as engine:
+        engine.sync()
+        engine.warm_up()
+        assert engine.reranker is not None
+        assert engine.reranker.encoder._tok._full is not None
+        assert engine.embedder._model.tokenizer._full is not None  # type: ignore[attr-defined]
+        assert engine.search(QUESTION).reranked

@@ -132,6 +132,15 @@ async def explain_section(pilot: Any, query: str, section_id: str) -> tuple[list
             ["title", "×2.20", "the document's title names the query (100%)"],
             id="title-match",
         ),
+        pytest.param(  # a page another document links to gains the reference prior
+            {
+                "outage.md": "# Upload outage\n\nThe upload outage began when the pool ran dry.\n",
+                "handbook.md": "# Handbook\n\nBe kind.\n\n## See also\n\n- [Upload outage](outage.md)\n",
+            },
+            "outage:upload-outage",
+            ["references", "×1.29", "other documents refer to it: 1"],
+            id="references",
+        ),
     ],
 )
 async def test_explain_view_shows_link_lists_and_heading_matches(

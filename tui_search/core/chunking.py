@@ -173,6 +173,9 @@ class ParsedDocument:
     warnings: list[str] = field(default_factory=list)
     #: explicit anchors (``<a name>``, ``id=``, ``{#id}``) -> the slug of their section
     anchors: dict[str, str] = field(default_factory=dict)
+    #: The names the file's code spans call, lowercased (``code_names``): what it refers to
+    #: by name (``LinkGraph.references``).
+    code_names: tuple[str, ...] = ()
 
 
 #: Inline markup (links, emphasis, code spans) is parsed per paragraph or heading; markdown-it
@@ -294,6 +297,24 @@ def _inline_text(token: Token) -> str:
     return "".join(parts)
 
 
+#: A command or name at the start of a code span or of one step of a pipeline or command
+#: list in it (``tar xzf a.tgz``, ``ls | grep x``, ``cd x && make``, ``getUser(id)``).
+_CODE_STEP_RE = re.compile(r"(?:^|\|\|?|&&|;|\$\()\s*([^\W\d][\w.+-]*)")
+#: At most this many distinct code names are kept per file (the manifest's row stays small).
+MAX_CODE_NAMES = 500
+
+
+def code_names(code: str) -> list[str]:
+    """The names a code span calls, lowercased: its first word and the first word of each
+    later step of a pipeline or command list (``find . | xargs grep x`` -> find, xargs)."""
+    names = []
+    for m in _CODE_STEP_RE.finditer(code.strip()):
+        name = m.group(1).rstrip(".-+").lower()
+        if name and len(name) <= 64:
+            names.append(name)
+    return names
+
+
 _ANCHOR_ATTR_RE = re.compile(
     r"""<[a-zA-Z][\w-]*\s[^>]*?\b(?:name|id)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'=<>`]+))"""
 )
@@ -406,6 +427,7 @@ def parse_document(
         front.get("tag")
     )
     links: list[Link] = []
+    names: dict[str, None] = {}
     sections: list[_Section] = []
     stack: list[tuple[int, str]] = []
     slugger = Slugger()
@@ -436,7 +458,7 @@ def parse_document(
                 folded += 1  # over the limit: an ordinary block of the last section
                 block_starts.append(tok.map[0])
                 if inline is not None:
-                    _collect_inline(inline, file_path, links, sections[-1].tags)
+                    _collect_inline(inline, file_path, links, sections[-1].tags, names)
                 pending_anchors = []
                 i += 3
                 continue
@@ -453,14 +475,16 @@ def parse_document(
                 anchors.setdefault(a, sections[-1].slug)
             pending_anchors = []
             if inline is not None:
-                _collect_inline(inline, file_path, links, sections[-1].tags)
+                _collect_inline(inline, file_path, links, sections[-1].tags, names)
             i += 3
             continue
         if tok.level == 0 and tok.map is not None:
             # ``<a name="x"></a>`` alone above a heading names that heading
             pending_anchors = _anchor_only_block(tokens, i)
         if tok.type == "inline":
-            _collect_inline(tok, file_path, links, sections[-1].tags if sections else preamble_tags)
+            _collect_inline(
+                tok, file_path, links, sections[-1].tags if sections else preamble_tags, names
+            )
         i += 1
 
     title_value = front.get("title")
@@ -534,10 +558,17 @@ def parse_document(
         front_matter=front,
         warnings=warnings,
         anchors={a: slug for a, slug in anchors.items() if a != slug},
+        code_names=tuple(names),
     )
 
 
-def _collect_inline(token: Token, file_path: str, links: list[Link], tags: dict[str, None]) -> None:
+def _collect_inline(
+    token: Token,
+    file_path: str,
+    links: list[Link],
+    tags: dict[str, None],
+    names: dict[str, None],
+) -> None:
     text = _inline_text(token)
     for m in _TAG_RE.finditer(text):
         tag = normalize_tag(m.group(1))
@@ -551,7 +582,9 @@ def _collect_inline(token: Token, file_path: str, links: list[Link], tags: dict[
             )
     children = token.children or []
     for j, child in enumerate(children):
-        if child.type == "link_open":
+        if child.type == "code_inline" and len(names) < MAX_CODE_NAMES:
+            names.update(dict.fromkeys(code_names(child.content)))
+        elif child.type == "link_open":
             href = str(child.attrs.get("href", ""))
             resolved = resolve_relative_link(href, file_path)
             if resolved is None:

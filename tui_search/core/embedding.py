@@ -120,7 +120,7 @@ class FolderModel:
     model2vec itself."""
 
     def __init__(self, folder: Path) -> None:
-        from tokenizers import Tokenizer
+        from tui_search.core.quick_tokenizer import QuickTokenizer
 
         tensors = _mapped_tensors(folder / "model.safetensors")
         self.embedding: np.ndarray = tensors["embeddings"]
@@ -131,7 +131,8 @@ class FolderModel:
         )
         self.normalize = bool(self.config.get("normalize", False))
         self.max_length: int | None = self.config.get("max_length", 512)
-        self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        # a search tokenizes its question with a partial tokenizer, the indexer with the whole
+        self.tokenizer = QuickTokenizer(folder / "tokenizer.json")
         if self.token_mapping is None and len(self.embedding) != self.tokenizer.get_vocab_size():
             raise ValueError(
                 f"{self.tokenizer.get_vocab_size()} tokens but {len(self.embedding)} vectors, "
@@ -272,6 +273,14 @@ class Model2VecEmbedder:
     @property
     def dim(self) -> int:
         return self._dim
+
+    def warm_up(self) -> None:
+        """Load the whole tokenizer now (a process that searches on: the app, the agent
+        server), not partial ones for its first questions (``core.quick_tokenizer``)."""
+        whole = getattr(getattr(self._model, "tokenizer", None), "whole", None)
+        if callable(whole):
+            with self._lock:
+                whole()
 
     @property
     def fingerprint(self) -> str:

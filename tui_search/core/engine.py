@@ -179,16 +179,21 @@ class SearchEngine:
 
     def warm_up(self) -> None:
         """Read now what a process's first search would read once: the keyword index's
-        per-segment tables (chunk keys, stored postings, field and file lengths) and the
-        near-duplicate code. For long-running processes (the app, the MCP server) at an idle
-        moment; a one-shot command does not call it (it would read more than one search needs).
+        per-segment tables (chunk keys, stored postings, field and file lengths), the
+        near-duplicate code, the re-ranker's encoder and both whole tokenizers. For
+        long-running processes (the app, the MCP server) at an idle moment; a one-shot command
+        does not call it (it would read more than one search needs).
         """
         from tui_search.core.duplicates import _hash_params  # (lazy for one-shot runs)
 
         _hash_params()
+        # the whole tokenizers: a process that searches on never makes partial ones
+        warm = getattr(self.embedder, "warm_up", None)
+        if callable(warm):
+            warm()
         if self.reranker is not None:
             with contextlib.suppress(ModelError):  # (a search reports it)
-                self.reranker.encoder  # noqa: B018 - loads the re-ranker's weights (~0.1 s)
+                self.reranker.encoder.warm_up()  # its weights and its whole tokenizer
         self.index.lexical.warm_up()
         self.index.doc_paths()
 

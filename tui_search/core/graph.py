@@ -146,6 +146,8 @@ class LinkGraph:
     _by_base: dict[str, list[str]] = field(default_factory=dict)
     _by_title: dict[str, list[str]] = field(default_factory=dict)
     _folders: set[str] = field(default_factory=set)
+    #: path -> the other documents whose code spans call its title (``references``)
+    _named_by: dict[str, set[str]] = field(default_factory=dict)
     _undirected: Any = None
     _communities: list[Community] | None = None
 
@@ -183,6 +185,10 @@ class LinkGraph:
                 if parent is not None and parent != path:
                     g._parent[path] = parent
                     g._kids.setdefault(parent, []).append(path)
+            for name in rec.code_names:
+                for named in g._by_title.get(name, ()):
+                    if named != path:
+                        g._named_by.setdefault(named, set()).add(path)
         return g
 
     def _resolve_markdown(self, target: str) -> str | None:
@@ -248,6 +254,12 @@ class LinkGraph:
     def linked_from(self, path: str) -> list[str]:
         """Documents that link to ``path`` (backlinks), sorted."""
         return sorted(self._in.get(path, ()))
+
+    def references(self, path: str) -> int:
+        """How many other documents refer to ``path``: link to it, or call its title in a
+        code span (``tar`` in "See also: `tar`", `` `tar xzf a.tgz` ``). A document many
+        pages refer to is a well-known page (docs/ranking.md#references)."""
+        return len(self._named_by.get(path, set()).union(self._in.get(path, ())))
 
     def links_of(self, path: str) -> list[ResolvedLink]:
         """Every link written in ``path`` with its resolution (broken ones have target None)."""

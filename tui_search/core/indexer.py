@@ -91,6 +91,7 @@ def _file_record(outcome: ParseOutcome, doc: ParsedDocument, warnings: list[str]
         encoding=outcome.encoding,
         warnings=tuple(warnings),
         anchors=tuple(doc.anchors.items()),
+        code_names=doc.code_names,
     )
 
 
@@ -277,6 +278,7 @@ class Indexer:
                     self.store.set_scan(conn, seen)
             else:
                 skipped = [Skipped(p, r) for p, r in self.store.skipped()]
+            self._store_references()
         # (segments never change: no need to hold the lock)
         self._store_postings(tally.wrote, before, everything=tables)
         report = self._report(tally, skipped, started, repaired)
@@ -410,9 +412,23 @@ class Indexer:
                     # forget first: a known file that became a FIFO is removed AND skipped
                     self.store.forget_skipped(conn, removed)
                     self.store.add_skipped(conn, [(s.path, s.reason) for s in skipped])
+            if tables:
+                self._store_references()
         if tables:
             self._store_postings(tally.wrote, before)
         return self._report(tally, skipped, started)
+
+    def _store_references(self) -> None:
+        """How many documents refer to each (``LinkGraph.references``), counted once per
+        change of the files and kept in the manifest: a search reads its candidates' counts
+        instead of building the link graph (docs/ranking.md#references). The writer's link
+        graph is the engine's, so it is current after the write too."""
+        if self.store.references_current():
+            return
+        graph = self.index.graph()
+        counts = {path: graph.references(path) for path in graph.documents}
+        with self.store.transaction() as conn:
+            self.store.set_references(conn, counts)
 
     def _report(
         self, tally: _Tally, skipped: list[Skipped], started: float, repaired: tuple[str, ...] = ()

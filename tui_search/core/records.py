@@ -60,6 +60,8 @@ class FileRecord:
     anchors: tuple[tuple[str, str], ...] = ()
     ino: int = 0
     ctime_ns: int = 0
+    #: The names its code spans call, lowercased (``chunking.code_names``).
+    code_names: tuple[str, ...] = ()
 
     @property
     def stamp(self) -> tuple[int, int, int, int]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +25,11 @@ from tui_search.core.records import (
 )
 from tui_search.core.store_vectors import VectorTables
 
-SCHEMA_VERSION = "8"  # 4: vectors stored as float16; 5: token ids for soft matching;
+SCHEMA_VERSION = "9"  # 4: vectors stored as float16; 5: token ids for soft matching;
 # 6: heading HTML stripped from titles and slugs (section ids change), explicit anchors;
 # 7: each chunk's link share (link-list sections ranked down); 8: repeated headings slugged
-# as GitHub does (section ids change), each file's inode and ctime
+# as GitHub does (section ids change), each file's inode and ctime; 9: the names each file's
+# code spans call (a document's references)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -46,7 +47,9 @@ CREATE TABLE IF NOT EXISTS files (
     warnings TEXT NOT NULL,
     -- with size and mtime, what tells a replaced file (cp -p, rsync -a, mv) from the one indexed
     ino INTEGER NOT NULL DEFAULT 0,
-    ctime_ns INTEGER NOT NULL DEFAULT 0
+    ctime_ns INTEGER NOT NULL DEFAULT 0,
+    -- the names its code spans call, lowercased (JSON list; LinkGraph.references)
+    code_names TEXT NOT NULL DEFAULT '[]'
 );
 CREATE TABLE IF NOT EXISTS chunks (
     key TEXT PRIMARY KEY,
@@ -72,6 +75,9 @@ CREATE INDEX IF NOT EXISTS chunks_section ON chunks(section_id);
 CREATE INDEX IF NOT EXISTS chunks_hash ON chunks(content_hash);
 CREATE INDEX IF NOT EXISTS chunks_novec ON chunks(key) WHERE vector IS NULL;
 CREATE INDEX IF NOT EXISTS chunks_links ON chunks(link_share) WHERE link_share > 0;
+-- how many other documents refer to each document (LinkGraph.references; only counts > 0),
+-- as of the files_version in meta's references_at
+CREATE TABLE IF NOT EXISTS doc_references (path TEXT PRIMARY KEY, n INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS skipped (path TEXT PRIMARY KEY, reason TEXT NOT NULL);
 -- the last full scan: the mtime of each folder listed ('<folder>/', the root '/'), ignore file
 -- and unreadable file (-1: too recent to trust); what the quick check compares
@@ -150,6 +156,7 @@ def _file_from_row(row: tuple[Any, ...]) -> FileRecord:
         warnings=tuple(json.loads(row[10])),
         ino=int(row[11]),
         ctime_ns=int(row[12]),
+        code_names=tuple(json.loads(row[13])),
     )
 
 
@@ -222,7 +229,7 @@ class Store(VectorTables):
     def files(self) -> dict[str, FileRecord]:
         rows = self._conn().execute(
             "SELECT path, doc, size, mtime_ns, hash, title, tags, links, parent, encoding, warnings, "
-            "ino, ctime_ns FROM files"
+            "ino, ctime_ns, code_names FROM files"
         )
         return {r[0]: _file_from_row(r) for r in rows}
 
@@ -241,7 +248,7 @@ class Store(VectorTables):
             self._conn()
             .execute(
                 "SELECT path, doc, size, mtime_ns, hash, title, tags, links, parent, encoding, warnings, "
-                "ino, ctime_ns FROM files WHERE path = ?",
+                "ino, ctime_ns, code_names FROM files WHERE path = ?",
                 (path,),
             )
             .fetchone()
@@ -253,7 +260,7 @@ class Store(VectorTables):
             self._conn()
             .execute(
                 "SELECT path, doc, size, mtime_ns, hash, title, tags, links, parent, encoding, warnings, "
-                "ino, ctime_ns FROM files WHERE doc = ?",
+                "ino, ctime_ns, code_names FROM files WHERE doc = ?",
                 (doc,),
             )
             .fetchone()
@@ -421,6 +428,24 @@ class Store(VectorTables):
         )
         return [r[0] for r in rows]
 
+    def references_current(self) -> bool:
+        """Whether the stored reference counts are those of the files as they are now."""
+        return self.get_meta("references_at") == json.dumps(list(self.files_stamp()))
+
+    def references_of(self, paths: Iterable[str]) -> dict[str, int]:
+        """Path -> how many other documents refer to it, for those of ``paths`` some do."""
+        sql = "SELECT path, n FROM doc_references WHERE path IN {in}"
+        return {p: int(n) for p, n in self.select_in(sql, paths)}
+
+    def set_references(self, conn: sqlite3.Connection, counts: Mapping[str, int]) -> None:
+        """Replace the reference counts with ``counts``, as of the files now."""
+        conn.execute("DELETE FROM doc_references")
+        conn.executemany(
+            "INSERT INTO doc_references VALUES (?, ?)", [(p, n) for p, n in counts.items() if n > 0]
+        )
+        stamp = json.dumps(list(self.files_stamp()))
+        conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", ("references_at", stamp))
+
     def files_stamp(self) -> tuple[Any, ...]:
         """Changes whenever a file is added, removed or changed: the count the triggers keep
         (an index opened read-only from before them: an aggregate over every file)."""
@@ -454,6 +479,7 @@ class Store(VectorTables):
             conn.execute("DELETE FROM file_vectors")
             conn.execute("DELETE FROM files")
             conn.execute("DELETE FROM anchors")
+            conn.execute("DELETE FROM doc_references")
             conn.execute("DELETE FROM scan")
             conn.execute("DELETE FROM meta WHERE key = 'dirty'")
 
@@ -492,7 +518,7 @@ class Store(VectorTables):
         conn.execute("DELETE FROM chunks WHERE path = ?", (record.path,))
         conn.execute("DELETE FROM files WHERE path = ? OR doc = ?", (record.path, record.doc))
         conn.execute(
-            "INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 record.path,
                 record.doc,
@@ -507,6 +533,7 @@ class Store(VectorTables):
                 json.dumps(list(record.warnings)),
                 record.ino,
                 record.ctime_ns,
+                json.dumps(list(record.code_names)),
             ),
         )
         rows = []

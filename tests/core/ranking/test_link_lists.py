@@ -115,6 +115,7 @@ def _see_also_ranks(tmp_path: Path, model: Model2VecEmbedder, damping: float) ->
         ranking=RankingParams(
             link_list_damping=damping,
             heading_match_boost=0.0,  # the postmortem's title names the query: off, to see the lists
+            reference_prior=0.0,  # the lists refer to the postmortem: off, to see the damping
             rerank_depth=0,  # the damping itself, before the re-ranker re-orders the head
         ),
     )

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tests.conftest import write_files
@@ -15,6 +16,7 @@ from tui_search.core.embedding import Model2VecEmbedder
 from tui_search.core.engine import SearchEngine
 from tui_search.core.ranking.fusion import Scored
 from tui_search.core.ranking.params import RankingParams
+from tui_search.core.ranking.rerank import mix, withdraw_names
 from tui_search.core.ranking.signals import apply_title_match
 
 #: Command pages as the tldr pages write them (one letter of each option in brackets).
@@ -116,3 +118,29 @@ def test_the_defaults_are_on() -> None:
     p = Settings().ranking
     assert p.name_match_boost == RankingParams().name_match_boost > 0
     assert 0 < p.title_answer_share == RankingParams().title_answer_share < 1
+
+
+def test_the_re_ranker_withdraws_a_name_it_reads_as_not_answering() -> None:
+    """In the re-ranked head, a document that took the name match keeps it only when the
+    encoder's best cosine for it is at least ``title_answer_share`` of the head's best: on
+    the tldr pages the page ``link`` (hard links, 0.53) for "create a symbolic link", where
+    ``ln`` reads 0.67, loses its x1.5; the re-ranker then mixes the scores it keeps."""
+    rows = [
+        Scored("link:a#0", score=0.9, name_factor=1.5),
+        Scored("ln:b#0", score=0.8),
+        Scored("tar:c#0", score=0.7, name_factor=1.5),
+        Scored("tar:d#0", score=0.6, name_factor=1.5),
+    ]
+    withdraw_names(rows, np.array([0.53, 0.67, 0.66, 0.2]), 0.8)
+    assert [r.name_factor for r in rows] == [1.0, 1.0, 1.5, 1.5]  # a document as a whole
+    assert [r.score for r in rows] == pytest.approx([0.6, 0.8, 0.7, 0.6])
+    kept = [Scored("link:a#0", score=0.9, name_factor=1.5), Scored("ln:b#0", score=0.8)]
+    withdraw_names(kept, np.array([0.53, 0.67]), 0.0)  # the gate off: names stand
+    assert kept[0].score == 0.9
+
+
+def test_the_head_is_mixed_against_its_best_score() -> None:
+    """A withdrawn name can leave the head's first row below another: the mix scales by the
+    head's best score, whichever row holds it."""
+    out = mix([0.6, 0.8], np.array([0.0, 1.0]), 0.5, 0.0)
+    assert out == pytest.approx([0.3, 0.8])

@@ -84,8 +84,19 @@ def split_compound(token: str) -> list[str]:
 #: long, so it is indexed and searched as its overlapping character pairs (a lone character
 #: as itself): "数据库备份" is 数据 据库 库备 备份, found inside any longer run that holds it.
 _CJK_CLASS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
-_CJK_RE = re.compile(f"[{_CJK_CLASS}]")
-_CJK_SPLIT = re.compile(f"[{_CJK_CLASS}]+|[^{_CJK_CLASS}]+")
+
+
+@functools.cache
+def _cjk() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """(a character of unspaced script, a run of it or of other text), compiled when a word
+    outside ASCII first needs them: the class spans 40,000 code points, which takes ~9 ms to
+    compile, in every process that imports this module otherwise."""
+    return re.compile(f"[{_CJK_CLASS}]"), re.compile(f"[{_CJK_CLASS}]+|[^{_CJK_CLASS}]+")
+
+
+def warm_up() -> None:
+    """Compile now what the first word outside ASCII would (a process that searches on)."""
+    _cjk()
 
 
 def cjk_bigrams(run: str) -> list[str]:
@@ -100,7 +111,7 @@ def _plain(word: str) -> bool:
     return (
         word.isalnum()
         and (word.islower() or word.isupper() or word.isdigit())
-        and (word.isascii() or _CJK_RE.search(word) is None)
+        and (word.isascii() or _cjk()[0].search(word) is None)
     )
 
 
@@ -108,11 +119,12 @@ def word_pieces(word: str) -> list[str]:
     """The tokens a ``\\w+`` word is indexed as, before lowercasing and stemming: the word and
     its compound parts (``split_compound``); a word holding unspaced script, its runs of that
     script as character pairs (``cjk_bigrams``) and each other run as a word of its own."""
-    if _CJK_RE.search(word) is None:
+    if word.isascii() or _cjk()[0].search(word) is None:
         return [word, *split_compound(word)]
+    one, runs = _cjk()
     pieces: list[str] = []
-    for run in _CJK_SPLIT.findall(word):
-        if _CJK_RE.match(run):
+    for run in runs.findall(word):
+        if one.match(run):
             pieces.extend(cjk_bigrams(run))
         elif _ALNUM_RE.search(run) is not None:
             pieces.extend([run, *split_compound(run)])
@@ -279,7 +291,7 @@ class TextAnalyzer(Analyzer):
             if (
                 word.isalnum()
                 and (word.islower() or word.isupper() or word.isdigit())
-                and (word.isascii() or _CJK_RE.search(word) is None)
+                and (word.isascii() or _cjk()[0].search(word) is None)
             ):  # ``_plain``, inline: the hot path
                 text = word.lower()
                 if text in stops:
@@ -336,7 +348,7 @@ class TextAnalyzer(Analyzer):
             if (
                 word.isalnum()
                 and (word.islower() or word.isupper() or word.isdigit())
-                and (word.isascii() or _CJK_RE.search(word) is None)
+                and (word.isascii() or _cjk()[0].search(word) is None)
             ):  # ``_plain``, inline: the hot path
                 pieces: list[str] = [word]
             elif _ALNUM_RE.search(word) is None:

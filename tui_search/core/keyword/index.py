@@ -28,6 +28,7 @@ from whoosh.index import EmptyIndexError
 from whoosh.searching import Searcher
 
 from tui_search.core.errors import IndexError_
+from tui_search.core.keyword import analysis
 from tui_search.core.keyword import files as whoosh_files
 from tui_search.core.keyword.analysis import ANALYSIS, ANALYSIS_FILE
 from tui_search.core.keyword.bm25 import FastBM25, LiveBM25F, on_disk, segment_id_of
@@ -223,7 +224,9 @@ class LexicalIndex:
 
     def warm_up(self) -> None:
         """Read what the first search would (each segment's keys and postings tables, field
-        and file lengths), so that it does not wait for them."""
+        and file lengths; the analyzer's patterns for unspaced script), so that it does not
+        wait for them."""
+        analysis.warm_up()
         with self.pinned() as s:
             self._doc_keys(s)
             self._fast.warm_up(s, SCORED_FIELDS)

@@ -69,6 +69,8 @@ class Explanation:
             "title_factor": _r(s.title_factor),
             "title_said": _r(s.title_said),
             "name_factor": _r(s.name_factor),
+            "references": s.references,
+            "reference_factor": _r(s.reference_factor),
             "long_question_share": _r(s.long_share),
             "plain_score": _r(s.plain_score),
             "rules_score": _r(s.rules_score),

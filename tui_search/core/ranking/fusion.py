@@ -62,6 +62,10 @@ class Scored:
     #: query says), and what the name match multiplied the score by (``apply_title_match``).
     title_said: float = 0.0
     name_factor: float = 1.0
+    #: How many other documents refer to the candidate's document (``LinkGraph.references``),
+    #: and what the reference prior multiplied the score by (``apply_reference_prior``).
+    references: int = 0
+    reference_factor: float = 1.0
     #: Hybrid mode, a long question: the share of the score taken from its ranking under
     #: semantic mode's rules (``long_question_share``), and the scores under each ranking
     #: (the arms' figures above are the plain ranking's while the share is below 1).

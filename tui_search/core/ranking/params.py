@@ -156,6 +156,14 @@ class RankingParams:
         "a name counts for a document whose best cosine is this share of the best",
         "name-match",
     )
+    reference_prior: float = knob(
+        1.0,
+        "a short query's results in a page others refer to gain x(1 + this x its share)",
+        "references",
+    )
+    reference_cap: int = knob(
+        10, "a page referred to by this many documents takes the whole prior", "references"
+    )
     # -- long questions (hybrid mode) --------------------------------------------------------
     long_question_from: int = knob(
         12,

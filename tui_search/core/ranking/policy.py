@@ -31,6 +31,9 @@ class ModePolicy:
     #: A document whose title is a name a short query says gains, when it answers: hybrid
     #: mode, which has the cosines that tell (docs/ranking.md#name-match).
     name_match: bool
+    #: The results of a short query in a page other documents refer to gain: hybrid mode
+    #: (docs/ranking.md#references).
+    references: bool
     #: A long question is also ranked with semantic mode's rules and query likelihood
     #: (docs/ranking.md#long-questions).
     long_questions: bool
@@ -49,6 +52,7 @@ MODES: dict[Mode, ModePolicy] = {
         semantic_rules=False,
         heading_match=True,
         name_match=True,
+        references=True,
         long_questions=True,
         rerank=True,
         counts_matches=True,
@@ -60,6 +64,7 @@ MODES: dict[Mode, ModePolicy] = {
         semantic_rules=False,
         heading_match=True,
         name_match=False,
+        references=False,
         long_questions=False,
         rerank=False,
         counts_matches=True,
@@ -71,6 +76,7 @@ MODES: dict[Mode, ModePolicy] = {
         semantic_rules=True,
         heading_match=False,
         name_match=False,
+        references=False,
         long_questions=False,
         rerank=False,
         counts_matches=False,
@@ -122,6 +128,9 @@ class Steps:
     #: The name match's boost (0 outside hybrid mode and for a query of more than
     #: ``name_match_words`` words).
     name_match_boost: float
+    #: The reference prior's weight (0 outside hybrid mode and for a query of more than
+    #: ``name_match_words`` words).
+    reference_prior: float
     #: The fusion passes: one, or for a long question the plain one and semantic mode's.
     passes: tuple[Rules, ...]
     #: Share of the score taken from the long-question pass (0 = one plain pass).
@@ -146,7 +155,8 @@ class Steps:
             pieces=params.soft_match_piece_exponent,
         )
         words = len(plan.semantic_text.split()) if plan.semantic_text else 0
-        named = policy.name_match and 0 < words <= params.name_match_words
+        short = 0 < words <= params.name_match_words
+        named = policy.name_match and short
         long_share = 0.0
         if policy.long_questions and plan.semantic_text:
             long_share = long_question_share(params, len(plan.semantic_text.split()))
@@ -166,6 +176,7 @@ class Steps:
             file_vector_weight=params.file_vector_weight if semantic else 0.0,
             heading_match_boost=params.heading_match_boost if policy.heading_match else 0.0,
             name_match_boost=params.name_match_boost if named else 0.0,
+            reference_prior=params.reference_prior if policy.references and short else 0.0,
             passes=passes,
             long_share=long_share,
             listing=plan.listing,
@@ -201,6 +212,11 @@ class Steps:
             said.append(f"a title the query says x{1 + self.name_match_boost:g}")
         if self.name_match_boost > 0 and p.title_answer_share > 0:
             said.append(f"names count from {p.title_answer_share:g} of the best cosine")
+        if self.reference_prior > 0:
+            said.append(
+                f"pages others refer to x(1 + {self.reference_prior:g} x "
+                f"log(1 + references) / log(1 + {p.reference_cap}))"
+            )
         if semantic_rules is not None and self.soft_share > 0:
             if semantic_rules.question_words:
                 said.append("question words out of the soft match")

@@ -44,6 +44,9 @@ import numpy as np
 
 from tui_search.core.chunking import embedding_text
 from tui_search.core.errors import ModelError
+from tui_search.core.quick_tokenizer import QuickTokenizer
+from tui_search.core.ranking import encoder_weights
+from tui_search.core.ranking.fusion import document_of
 from tui_search.core.ranking.params import RankingParams
 from tui_search.core.records import VECTOR_DTYPE
 
@@ -111,61 +114,42 @@ class SentenceEncoder:
     written in place, so a layer allocates nothing.
     """
 
-    def __init__(self, folder: Path = DEFAULT_RERANKER_DIR) -> None:
-        from safetensors.numpy import load_file
-        from tokenizers import Tokenizer
+    def __init__(self, folder: Path = DEFAULT_RERANKER_DIR, cache_dir: Path | None = None) -> None:
+        """The encoder in ``folder``; its float32 weights are made once and mapped from
+        ``cache_dir`` (by default the per-user cache; ``encoder_weights``)."""
+        if cache_dir is None:
+            from tui_search.core.options import user_cache_dir
 
+            cache_dir = user_cache_dir()
         try:
-            raw = load_file(str(folder / "model.safetensors"))
-            cfg = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-            self._tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
+            config = (folder / "config.json").read_text(encoding="utf-8")
+            cfg = json.loads(config)
+            self.layers = int(cfg["num_hidden_layers"])
+            weights = encoder_weights.load(folder, config, self.layers, cache_dir)
+            # the question alone is tokenized with a partial tokenizer (``QuickTokenizer``)
+            self._tok = QuickTokenizer(folder / "tokenizer.json")
         except (OSError, ValueError, KeyError) as exc:
             raise ModelError(f"cannot load the re-ranker's encoder from {folder}: {exc}") from exc
         self.max_length = int(cfg["max_length"])
         self._tok.enable_truncation(self.max_length)
         self._tok.no_padding()
-        self.layers = int(cfg["num_hidden_layers"])
         self.heads = int(cfg["num_attention_heads"])
         self.eps = float(cfg.get("layer_norm_eps", 1e-12))
         self.dim = int(cfg["hidden_size"])
-
-        def weight(name: str) -> np.ndarray:
-            """A 2-D weight back to float32 from its int8 rows and their scales."""
-            return raw[name].astype(np.float32) * raw[name + ".scale"][:, None]
-
         # the token table stays int8 (11 MB): rows are scaled when looked up
-        self._words = raw["embeddings.word_embeddings.weight"]
-        self._word_scale = raw["embeddings.word_embeddings.weight.scale"]
-        self._positions = weight("embeddings.position_embeddings.weight")
-        self._type0 = weight("embeddings.token_type_embeddings.weight")[0]
-        self._emb_norm = (raw["embeddings.LayerNorm.weight"], raw["embeddings.LayerNorm.bias"])
-        self._layers: list[dict[str, np.ndarray]] = []
-        for i in range(self.layers):
-            p = f"encoder.layer.{i}."
-            att = p + "attention.self."
-            self._layers.append(
-                {
-                    "qkv": np.ascontiguousarray(
-                        np.concatenate(
-                            [weight(att + n + ".weight").T for n in ("query", "key", "value")],
-                            axis=1,
-                        )
-                    ),
-                    "qkv_b": np.concatenate(
-                        [raw[att + n + ".bias"] for n in ("query", "key", "value")]
-                    ),
-                    "out": np.ascontiguousarray(weight(p + "attention.output.dense.weight").T),
-                    "out_b": raw[p + "attention.output.dense.bias"],
-                    "n1_w": raw[p + "attention.output.LayerNorm.weight"],
-                    "n1_b": raw[p + "attention.output.LayerNorm.bias"],
-                    "up": np.ascontiguousarray(weight(p + "intermediate.dense.weight").T),
-                    "up_b": raw[p + "intermediate.dense.bias"],
-                    "down": np.ascontiguousarray(weight(p + "output.dense.weight").T),
-                    "down_b": raw[p + "output.dense.bias"],
-                    "n2_w": raw[p + "output.LayerNorm.weight"],
-                    "n2_b": raw[p + "output.LayerNorm.bias"],
-                }
-            )
+        self._words = weights["words"]
+        self._word_scale = weights["word_scale"]
+        self._positions = weights["positions"]
+        self._type0 = weights["type0"]
+        self._emb_norm = (weights["emb_norm_w"], weights["emb_norm_b"])
+        self._layers: list[dict[str, np.ndarray]] = [
+            {part: weights[f"{i}.{part}"] for part in encoder_weights.LAYER_PARTS}
+            for i in range(self.layers)
+        ]
+
+    def warm_up(self) -> None:
+        """Load the whole tokenizer now (a process that encodes sections or searches on)."""
+        self._tok.whole()
 
     def encode(self, text: str) -> np.ndarray:
         """The unit vector of ``text`` (cut to ``max_length`` tokens)."""
@@ -292,14 +276,33 @@ class RerankOutcome:
 def mix(scores: list[float], cosines: np.ndarray, weight: float, floor: float) -> list[float]:
     """The head's new scores: ``(1 - weight) x score + weight x cos' x best score``, ``cos'``
     the cosines min-max over the head; never below ``floor`` (the best score after the head,
-    which stays below it). ``scores`` best first."""
+    which stays below it)."""
     lo, hi = float(cosines.min()), float(cosines.max())
     norm = (cosines - lo) / (hi - lo) if hi > lo else np.zeros_like(cosines)
-    top = scores[0]
+    top = max(scores)
     return [
         max((1 - weight) * s + weight * float(c) * top, floor + 1e-9)
         for s, c in zip(scores, norm, strict=True)
     ]
+
+
+def withdraw_names(head: list[Scored], cosines: np.ndarray, share: float) -> None:
+    """The name match read again by the encoder: a document whose name the query says gained
+    it when the static model found that it answers (``signals.answers``); where the encoder
+    reads it as not answering (its best cosine in the head below ``share`` of the head's
+    best), the gain is withdrawn before the head is mixed: the page ``link`` for "create a
+    symbolic link", ``file`` for "search for a word inside files" (docs/ranking.md#name-match)."""
+    if share <= 0 or not any(s.name_factor > 1.0 for s in head):
+        return
+    top = float(cosines.max())
+    best: dict[str, float] = {}
+    for s, c in zip(head, cosines.tolist(), strict=True):
+        d = document_of(s.key)
+        best[d] = max(best.get(d, -1.0), c)
+    for s in head:
+        if s.name_factor > 1.0 and best[document_of(s.key)] < share * top:
+            s.score /= s.name_factor
+            s.name_factor = 1.0
 
 
 class Reranker:
@@ -432,6 +435,7 @@ class Reranker:
         if cos is None:
             return RerankOutcome(False, missing)
         floor = ranked[k].score if len(ranked) > k else 0.0
+        withdraw_names(head, cos, self.params.title_answer_share)
         for s, value, raw in zip(
             head,
             mix([s.score for s in head], cos, self.params.rerank_weight, floor),

@@ -12,6 +12,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import functools
+import math
 import re
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -175,6 +176,37 @@ def apply_title_match(
         s.score *= s.title_factor * s.name_factor
 
 
+def reference_factor(references: int, weight: float, cap: int) -> float:
+    """What the reference prior multiplies a score by: ``1 + weight x log(1 + r) / log(1 +
+    cap)`` for a document ``r`` others refer to (at most ``cap`` counted): the first few
+    references count most, and a page ``cap`` documents refer to takes the whole weight."""
+    if weight <= 0 or references <= 0 or cap <= 0:
+        return 1.0
+    return 1.0 + weight * math.log1p(min(references, cap)) / math.log1p(cap)
+
+
+def apply_reference_prior(
+    scored: Iterable[Scored],
+    references: Mapping[str, int],
+    weight: float,
+    cap: int,
+    doc_of: Callable[[str], str] = document_of,
+) -> None:
+    """A page many other documents refer to (link to, or call by its title in a code span:
+    ``LinkGraph.references``) is the well-known page of what it names: the command ``du``,
+    which other pages send their reader to, before the specialised ``size`` whose own words
+    match "folder size" better. Each candidate's score is multiplied by ``reference_factor``
+    of its document's count (``references``: document id -> count). ``finalize`` brings the
+    scores back within 0-1 (docs/ranking.md#references)."""
+    if weight <= 0 or not references:
+        return
+    for s in scored:
+        n = references.get(doc_of(s.key), 0)
+        s.references = n
+        s.reference_factor = reference_factor(n, weight, cap)
+        s.score *= s.reference_factor
+
+
 def dirichlet_likelihood(
     tf: np.ndarray,
     lengths: np.ndarray,
@@ -249,6 +281,20 @@ class SignalReader:
             self._link_lists = (stamp, found)
         return found
 
+    def references(self, docs: Iterable[str]) -> dict[str, int]:
+        """Document id -> how many other documents refer to it (``LinkGraph.references``),
+        for the documents named that others refer to: the counts the writer keeps, or the
+        link graph's when they are not current (a write cut short, another process's)."""
+        paths = self.index.doc_paths()
+        wanted = {doc: paths[doc] for doc in docs if doc in paths}
+        store = self.index.store
+        if store.references_current():
+            counts = store.references_of(wanted.values())
+        else:
+            graph = self.index.graph()
+            counts = {path: graph.references(path) for path in wanted.values()}
+        return {doc: counts[path] for doc, path in wanted.items() if counts.get(path)}
+
     @staticmethod
     def heading_signals(
         text: str,
@@ -318,10 +364,12 @@ class QuerySignals:
     _named: tuple[dict[str, float], dict[str, float], dict[str, float]] | None = field(
         default=None, repr=False
     )
+    _references: dict[str, int] | None = field(default=None, repr=False)
 
     def apply(self, scored: list[Scored], rules: Rules) -> None:
         """The exact boost, the document blend, link-list damping, the heading and title
-        match, and under a long question's rules the query likelihood, in that order."""
+        match, for a short query the reference prior, and under a long question's rules the
+        query likelihood, in that order."""
         plan, p = self.plan, self.steps.params
         if plan.identifiers and scored:
             if self._texts is None:
@@ -332,6 +380,11 @@ class QuerySignals:
             lists = self.reader.link_lists(p.link_list_share)
             damp_link_lists(scored, lists, p.link_list_damping, plan.highlight_terms)
         self._heading_and_title(scored)
+        weight = self.steps.reference_prior
+        if weight > 0 and scored:
+            if self._references is None:
+                self._references = self.reader.references({document_of(s.key) for s in scored})
+            apply_reference_prior(scored, self._references, weight, p.reference_cap)
         if rules.likelihood > 0 and plan.semantic_text:
             found = self.reader.likelihood(plan.semantic_text, scored, self.snap, p.likelihood_mu)
             if found is not None:
@@ -370,9 +423,9 @@ class QuerySignals:
 def refuse(scored: Iterable[Scored], params: RankingParams) -> list[Scored]:
     """A soft-matched hybrid ranking's candidates ranked again under other fusion weights
     (keyword weight, soft share, document blend, link-list damping, heading match, title
-    and name match), as ``fuse``, the exact-identifier boost, ``blend_document``,
-    ``damp_link_lists``, ``apply_heading_match``, ``apply_title_match`` and ``finalize``
-    would have ranked them.
+    and name match, reference prior), as ``fuse``, the exact-identifier boost,
+    ``blend_document``, ``damp_link_lists``, ``apply_heading_match``, ``apply_title_match``,
+    ``apply_reference_prior`` and ``finalize`` would have ranked them.
     Copies; the input is not changed. For judging weights offline on the candidates a search
     already fused (``eval.harness.QueryTrace``): with the weights in force it gives the
     same order."""
@@ -402,4 +455,7 @@ def refuse(scored: Iterable[Scored], params: RankingParams) -> list[Scored]:
         name,
         params.title_answer_share,
     )
+    # the prior held for this query (a short one, in hybrid mode) if any row counted references
+    references = {document_of(s.key): s.references for s in copies if s.references > 0}
+    apply_reference_prior(copies, references, params.reference_prior, params.reference_cap)
     return finalize(copies)

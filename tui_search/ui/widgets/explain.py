@@ -107,6 +107,14 @@ def factors(why: Explanation) -> list[Factor]:
         out.append(
             Factor("name", "the document's title is a name the query says", f"×{r.name_factor:.2f}")
         )
+    if r.reference_factor > 1.0:
+        out.append(
+            Factor(
+                "references",
+                f"other documents refer to it: {r.references}, by a link or by name in code",
+                f"×{r.reference_factor:.2f}",
+            )
+        )
     if r.link_share > 0:
         out.append(
             Factor(

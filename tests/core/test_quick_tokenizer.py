@@ -1,0 +1,114 @@
+"""``core.quick_tokenizer``: the partial tokenizers give every text the whole tokenizer's ids
+and offsets (both shipped tokenizers; the repository's markdown, the test data's questions
+and texts, hard cases), the
+settings hold on both, and a process that tokenizes much loads the whole tokenizer."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from tokenizers import Tokenizer, models, pre_tokenizers
+
+from tui_search.core import quick_tokenizer
+from tui_search.core.quick_tokenizer import QuickTokenizer
+
+ROOT = Path(__file__).resolve().parents[2]
+MODELS = ROOT / "tui_search" / "models"
+DATA = ROOT / "tests" / "data"
+HARD = [
+    "how do I link to a heading",
+    "[SEP] x[CLS]y <pad> a<pad>b [UNK]z [MASK]",
+    "Café naïve Ångström ﬁ ß İstanbul Ｆｕｌｌｗｉｄｔｈ",
+    "数据库备份 and 東京タワー 한국어",
+    "😀 emoji \x00 control \u200b zero width \ufffd",
+    "a" * 99,
+    "b" * 100,
+    "c" * 101,
+    "x" + "é" * 150,
+    "##ing ## # unaffable",
+    "don't can't e.g. i.e. U.S.A. getUserById snake_case a.b.c",
+    "\t\n  \r",
+    "",
+    "supercalifragilisticexpialidocious antidisestablishmentarianism",
+    "COVID-19 R&D 3.14159 1,000,000 $HOME ~/.ssh/authorized_keys",
+]
+
+
+def _texts() -> list[str]:
+    out = list(HARD)
+    out += json.loads((DATA / "rerank_reference.json").read_text(encoding="utf-8"))["texts"]
+    for queries in sorted(DATA.rglob("queries.jsonl")):
+        out += [json.loads(line)["text"] for line in queries.read_text("utf-8").splitlines()]
+    for path in sorted([*DATA.rglob("*.md"), *(ROOT / "docs").glob("*.md"), ROOT / "README.md"]):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        out += [text[i : i + 700] for i in range(0, len(text), 700)]
+    return out
+
+
+@pytest.mark.parametrize("model", ["default", "reranker"])
+def test_partial_tokenizers_give_the_whole_ones_ids_and_offsets(
+    model: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(quick_tokenizer, "QUICK_CHARS", 10**12)  # never the whole one
+    path = MODELS / model / "tokenizer.json"
+    whole = Tokenizer.from_file(str(path))
+    quick = QuickTokenizer(path)
+    for tok in (whole, quick):
+        tok.enable_truncation(128)
+    texts = _texts()
+    assert len(texts) > 200
+    for text in texts:
+        for special in (True, False):
+            want = whole.encode(text, add_special_tokens=special)
+            got = quick.encode(text, add_special_tokens=special)
+            assert (got.ids, got.offsets) == (want.ids, want.offsets), text
+    batch = texts[:40]
+    assert [e.ids for e in quick.encode_batch_fast(batch, add_special_tokens=False)] == [
+        e.ids for e in whole.encode_batch_fast(batch, add_special_tokens=False)
+    ]
+    assert quick._full is None  # all of it from partial tokenizers
+    assert len(quick._pieces) < whole.get_vocab_size() / 2
+    assert quick.get_vocab_size() == whole.get_vocab_size()
+    assert quick.truncation == whole.truncation and quick.padding == whole.padding
+    unk = whole.model.unk_token
+    assert quick.model.unk_token == unk and quick.token_to_id(unk) == whole.token_to_id(unk)
+
+
+def test_settings_hold_on_the_whole_tokenizer_loaded_later(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(quick_tokenizer, "QUICK_CHARS", 50)
+    path = MODELS / "reranker" / "tokenizer.json"
+    whole = Tokenizer.from_file(str(path))
+    whole.enable_truncation(8)
+    whole.no_padding()
+    quick = QuickTokenizer(path)
+    quick.enable_truncation(8)
+    quick.no_padding()
+    short = "how do I link to a heading"
+    assert quick.encode(short).ids == whole.encode(short).ids
+    assert quick._full is None
+    long = "a long text about notes and links and headings and vaults " * 3
+    assert quick.encode(long).ids == whole.encode(long).ids
+    assert quick._full is not None and len(quick.encode(long).ids) == 8
+
+
+def test_a_tokenizer_that_is_not_wordpiece_is_loaded_whole(tmp_path: Path) -> None:
+    tok = Tokenizer(models.WordLevel({"[UNK]": 0, "notes": 1, "links": 2}, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    path = tmp_path / "tokenizer.json"
+    tok.save(str(path))
+    quick = QuickTokenizer(path)
+    assert quick._full is not None
+    assert quick.encode("notes and links").ids == [1, 0, 2]
+
+
+def test_a_garbled_file_is_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "tokenizer.json"
+    path.write_text("{not json")
+    with pytest.raises(ValueError):
+        QuickTokenizer(path)
+    spec = json.loads((MODELS / "default" / "tokenizer.json").read_text())
+    assert spec["model"]["type"] == "WordPiece"  # (the shipped ones take the partial path)
