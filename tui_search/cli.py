@@ -347,6 +347,8 @@ def cmd_search(args: argparse.Namespace) -> int:
                     f"{_bold(one_line(d.title), tty)} ({one_line(d.file_path)}) "
                     f"best {d.best_score:.3f}, {d.match_count} matches"
                 )
+                if d.also_in:
+                    print(f"  also in {', '.join(one_line(p) for p in d.also_in)}")
                 for h in d.passages:
                     show(h, "  ")
         else:

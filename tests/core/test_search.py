@@ -204,7 +204,7 @@ def test_json_shapes(engine: SearchEngine) -> None:
     grouped = engine.search("backups", limit=2, group=True).to_json()
     assert "results" not in grouped
     doc = grouped["documents"][0]
-    assert set(doc) == {"file_path", "title", "best_score", "match_count", "passages"}
+    assert set(doc) == {"file_path", "title", "best_score", "match_count", "passages", "also_in"}
 
 
 @pytest.mark.parametrize("query", ["backup", "the -postgres", "restore OR deploy NOT thumbnail"])

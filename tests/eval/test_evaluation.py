@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import write_files
 from tui_search.cli import main
 from tui_search.config import Settings
 from tui_search.core.engine import SearchEngine
@@ -138,7 +139,14 @@ def test_beir_evaluation_scores_documents(beir: Path, tmp_path: Path, fake_embed
         "hit@1",
         "p50_ms",
         "p95_ms",
+        "grouped",
     }
+    # judged by file: the files of a grouped search are scored too (one file per document
+    # here, no copies: the same figures)
+    assert kw.grouped is not None
+    assert kw.grouped.ndcg_at_10 == pytest.approx(kw.ndcg_at_10)
+    assert kw.grouped.hit_at_1 == pytest.approx(kw.hit_at_1)
+    assert set(out["modes"]["hybrid"]["grouped"]) == {"ndcg@10", "hit@1", "recall@100"}
     table = report.table()
     assert "keyword" in table and "nDCG@10" in table and "0.750" in table
     stages = {p.stage for p in seen}
@@ -231,6 +239,9 @@ def test_workspace_evaluation_paths_sections_and_doc_ids(tmp_path: Path, fake_em
     assert report.queries == 3
     assert report.modes["keyword"].ndcg_at_10 == pytest.approx(1.0)
     assert any("missing.md" in w for w in report.warnings)
+    # a question judged by section: no grouped-files figure for the set
+    assert report.modes["keyword"].grouped is None
+    assert "grouped" not in report.to_json()["modes"]["keyword"]
     assert not (ws / ".tui-search").exists()
     assert sorted(p.name for p in ws.rglob("*")) == ["bikes.md", "garden.md", "kiln.md", "notes"]
 
@@ -428,3 +439,31 @@ def test_workspace_pointer_errors(tmp_path: Path, fake_embedder) -> None:  # typ
         run_evaluation(ds2, settings=Settings(index_dir=tmp_path / "i2"), modes=["keyword"])
     assert not (tmp_path / "i2" / "escaped.md").exists()
     assert not (tmp_path / "escaped.md").exists()
+
+
+def test_a_set_judged_by_file_scores_the_grouped_files_with_copies_after_their_row(
+    tmp_path: Path,
+    fake_embedder,  # type: ignore[no-untyped-def]
+) -> None:
+    ds = tmp_path / "copies"
+    page = "# Dead letter queues\n\nA dead letter queue keeps the messages a consumer failed.\n"
+    write_files(
+        ds / "workspace",
+        {
+            "sdk-v2/dlq.md": page,
+            "sdk-v3/dlq.md": page,  # the same page in another guide
+            "sqs/visibility.md": "# Visibility\n\nA received message is hidden a while.\n",
+        },
+    )
+    write_jsonl(ds / "queries.jsonl", [{"_id": "q", "text": "dead letter queue"}])
+    write_qrels(ds / "qrels.tsv", [("q", "sdk-v2/dlq.md", 1), ("q", "sdk-v3/dlq.md", 1)])
+    report = run_evaluation(
+        ds,
+        settings=Settings(index_dir=tmp_path / "idx"),
+        modes=["keyword"],
+        engine_factory=fake_factory(fake_embedder),
+    )
+    grouped = report.modes["keyword"].grouped
+    assert grouped is not None
+    assert grouped.ndcg_at_10 == pytest.approx(1.0) and grouped.hit_at_1 == 1.0
+    assert grouped.recall_at_100 == 1.0

@@ -208,3 +208,32 @@ async def test_a_files_further_hits_fold_into_one_row(
         files = [e.file_path for e in results.entries if e.kind == "hit"]
         assert files.count("runbooks/restore.md") == 2 + hidden
         assert not any(e.kind == "fold" for e in results.entries)
+
+
+async def test_grouped_results_list_a_pages_copies_on_its_row(
+    tmp_path: Path, app_factory: AppFactory
+) -> None:
+    page = (
+        "# Dead letter queues\n\n## Configure one\n\nA dead letter queue keeps the messages a "
+        "consumer failed to process after the maximum number of receives.\n"
+    )
+    ws = write_workspace(
+        tmp_path / "ws",
+        {
+            "sdk-v2/dlq.md": page,
+            "sdk-v3/dlq.md": page,
+            "sqs/visibility.md": "# Visibility\n\nA received message stays hidden a while.\n",
+        },
+    )
+    app = app_factory(ws)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await ready(pilot)
+        await search(pilot, "dead letter queue")
+        await pilot.press("ctrl+g")
+        await settle(pilot)
+        results = app.search_screen.results
+        rows = [str(results.get_option_at_index(i).prompt) for i in range(results.option_count)]
+        heads = [r for r in rows if "dlq.md" in r and "best " in r]
+        assert len(heads) == 1, rows  # one row for the page, the copy listed on it
+        other = "sdk-v3/dlq.md" if heads[0].split("  ")[1].startswith("sdk-v2") else "sdk-v2/dlq.md"
+        assert f"also in {other}" in heads[0]

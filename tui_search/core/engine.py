@@ -16,11 +16,12 @@ from tui_search.core.index import SearchIndex, foreground
 from tui_search.core.indexer import Indexer
 from tui_search.core.options import CoreSettings
 from tui_search.core.plan import Mode, QueryPlan, as_mode
+from tui_search.core.ranking import documents
 from tui_search.core.ranking.fusion import Scored
 from tui_search.core.ranking.params import RankingParams
 from tui_search.core.ranking.policy import MODES
 from tui_search.core.ranking.rerank import Reranker, SentenceEncoder
-from tui_search.core.ranking.retriever import Retriever
+from tui_search.core.ranking.retriever import Ranking, Retriever
 from tui_search.core.records import ChunkRecord, FileRecord
 from tui_search.core.results import (
     FusionWeights,
@@ -337,6 +338,47 @@ class SearchEngine:
         ranking = self.retriever.rank(plan, self._mode(plan.mode or mode), params or self.params)
         return ranking.all(), ranking.weights
 
+    def _file_arranger(self, ranking: Ranking, params: RankingParams) -> paging.ArrangeFiles:
+        """How a grouped search orders its files and folds the copies of a page
+        (``core.ranking.documents``)."""
+
+        def arrange(best: list[tuple[str, float]]) -> list[tuple[str, list[str]]]:
+            docs = [d for d, _ in best]
+            order = docs
+            share = params.document_file_share
+            if share > 0:
+                keyword, cosine = self.retriever.whole_files(ranking, docs)
+                whole = documents.whole_file_scores(keyword, cosine, ranking.weights, docs)
+                order = documents.file_order(best, whole, share)
+            if not params.fold_copies:
+                return [(d, []) for d in order]
+            signatures = self.retriever.file_signatures(order)
+            return documents.fold_copies(order, signatures, len(order))
+
+        return arrange
+
+    @foreground
+    def rank_files(
+        self, query: str | QueryPlan, mode: str = "hybrid", *, params: RankingParams | None = None
+    ) -> tuple[list[Scored], list[tuple[str, tuple[str, ...]]]]:
+        """Every result of a query, best first (``rank``), and the files a grouped search of
+        it lists, every row in order: (file path, the paths of its copies folded under it),
+        what ``search(group=True)`` and ``find_documents`` page through."""
+        params = params or self.params
+        plan = self.plan(query) if isinstance(query, str) else query
+        ranking = self.retriever.rank(plan, self._mode(plan.mode or mode), params)
+        page = paging.page_of(
+            ranking,
+            self.index.doc_paths(),
+            group=True,
+            offset=0,
+            limit=1 << 30,
+            per_doc=1,
+            arrange=self._file_arranger(ranking, params),
+        )
+        rows = [(path, tuple(page.copies.get(path, ()))) for path, _, _ in page.groups]
+        return ranking.all(), rows
+
     @staticmethod
     def _mode(mode: str) -> Mode:
         try:
@@ -406,6 +448,7 @@ class SearchEngine:
             offset=offset,
             limit=limit,
             per_doc=self.settings.passages_per_document,
+            arrange=self._file_arranger(ranking, params) if group else None,
         )
         hits, documents, nearest = paging.rows_of(
             page,

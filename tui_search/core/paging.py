@@ -11,7 +11,7 @@ import base64
 import hashlib
 import json
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -27,6 +27,9 @@ from tui_search.core.store import Store
 
 #: A page grouped by file: (file path, its passages shown, how many results the file has).
 Group = tuple[str, list[Scored], int]
+#: Orders the files of a grouped page: (document, its best result's score), best result
+#: first -> rows of (document, the documents folded under it as its copies), best first.
+ArrangeFiles = Callable[[list[tuple[str, float]]], list[tuple[str, list[str]]]]
 
 
 # -- continuation tokens ----------------------------------------------------------------
@@ -63,10 +66,12 @@ class Page:
     shown: list[Scored]
     #: Grouped pages only: the page's files with their passages.
     groups: list[Group] = field(default_factory=list)
-    #: What paging counts: results, or files when grouped.
+    #: What paging counts: results, or rows of files when grouped.
     total: int = 0
     results: int = 0
     files: int = 0
+    #: Grouped pages only: a row's file path -> the paths of its copies folded under it.
+    copies: Mapping[str, list[str]] = field(default_factory=dict)
 
     def without(self, present: Mapping[str, object]) -> Page:
         """The page without rows whose section was removed meanwhile (not in ``present``)."""
@@ -79,7 +84,7 @@ class Page:
             if (left := [s for s in items if s.key not in gone])
         ]
         shown = [s for s in self.shown if s.key not in gone]
-        return Page(shown, groups, self.total, self.results, self.files)
+        return Page(shown, groups, self.total, self.results, self.files, self.copies)
 
 
 def page_of(
@@ -90,8 +95,11 @@ def page_of(
     offset: int,
     limit: int,
     per_doc: int,
+    arrange: ArrangeFiles | None = None,
 ) -> Page:
-    """The rows of one page; a result whose document was removed meanwhile is left out."""
+    """The rows of one page; a result whose document was removed meanwhile is left out.
+    Grouped, files come in the order of their best result, or as ``arrange`` orders and folds
+    them."""
     if ranking.tail is not None:
         # a broad boolean query (270k results at 275k chunks): counted per file in numpy
         return _tail_page(ranking, doc_paths, group, offset, limit, per_doc)
@@ -105,10 +113,12 @@ def page_of(
     if not group:
         shown = [ranking.at(i) for i in kept[offset : offset + limit]]
         return Page(shown, [], n_results, n_results, n_files)
-    # files in the order of their best result; only the page's files collect their first
-    # passages
+    # files in the order of their best result (or as ``arrange`` has them); only the page's
+    # files collect their first passages
     counts = Counter(kept_paths)
-    page_files = list(dict.fromkeys(kept_paths))[offset : offset + limit]
+    path_rows = _file_rows(ranking, keys, kept, kept_paths, arrange)
+    page_rows = path_rows[offset : offset + limit]
+    page_files = [f for f, _ in page_rows]
     wanted = {f: min(per_doc, counts[f]) for f in page_files}
     passages: dict[str, list[int]] = {f: [] for f in page_files}
     to_find = sum(wanted.values())
@@ -121,7 +131,31 @@ def page_of(
             to_find -= 1
     groups = [(f, [ranking.at(i) for i in passages[f]], counts[f]) for f in page_files]
     shown = [s for _, items, _ in groups for s in items]
-    return Page(shown, groups, len(counts), n_results, n_files)
+    copies = {f: folded for f, folded in page_rows if folded}
+    # grouped, a page's copies folded under it are one of the files covered
+    return Page(shown, groups, len(path_rows), n_results, len(path_rows), copies)
+
+
+def _file_rows(
+    ranking: Ranking,
+    keys: list[str],
+    kept: list[int],
+    kept_paths: list[str],
+    arrange: ArrangeFiles | None,
+) -> list[tuple[str, list[str]]]:
+    """The grouped rows, as file paths: each file at its best result, or as ``arrange``
+    orders and folds them."""
+    if arrange is None:
+        return [(f, []) for f in dict.fromkeys(kept_paths)]
+    best: dict[str, tuple[str, float]] = {}  # document -> (its path, its best result's score)
+    for i, path in zip(kept, kept_paths, strict=True):
+        doc = document_of(keys[i])
+        if doc not in best:
+            best[doc] = (path, ranking.at(i).score)
+    rows = arrange([(doc, score) for doc, (_, score) in best.items()])
+    return [
+        (best[d][0], [best[c][0] for c in folded if c in best]) for d, folded in rows if d in best
+    ]
 
 
 def closest(ranking: Ranking, doc_paths: Mapping[str, str], n: int) -> list[Scored]:
@@ -223,6 +257,7 @@ class HitMaker:
                 best_score=items[0].score,
                 match_count=count,
                 passages=tuple(self.hit(s) for s in items),
+                also_in=tuple(page.copies.get(path, ())),
             )
             for path, items, count in page.groups
         )

@@ -94,6 +94,9 @@ class DocumentGroup:
     best_score: float
     match_count: int
     passages: tuple[Hit, ...]
+    #: The paths of the same page in other places (near-identical files, folded under this
+    #: one: ``core.ranking.documents``), best ranked first.
+    also_in: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -102,6 +105,7 @@ class DocumentGroup:
             "best_score": round(self.best_score, 6),
             "match_count": self.match_count,
             "passages": [p.to_json() for p in self.passages],
+            "also_in": list(self.also_in),
         }
 
 

@@ -267,6 +267,11 @@ class Store(VectorTables):
         )
         return None if row is None else _file_from_row(row)
 
+    def file_identities(self, docs: Iterable[str]) -> list[tuple[str, str, str]]:
+        """(document id, content hash, title) of each of ``docs`` that is indexed."""
+        sql = "SELECT doc, hash, title FROM files WHERE doc IN {in}"
+        return [(r[0], r[1], r[2]) for r in self.select_in(sql, docs)]
+
     def doc_paths(self) -> dict[str, str]:
         """Document id -> file path."""
         return dict(self._conn().execute("SELECT doc, path FROM files"))

@@ -88,15 +88,37 @@ class ModeResult:
     hit_at_1: float = 0.0
     #: Per query id: nDCG@10 (for paired comparisons between modes).
     per_query: Mapping[str, float] = field(default_factory=dict, compare=False, repr=False)
+    #: A set judged by file: the files of a grouped search (``find_documents``), scored the
+    #: same way (a copy folded under a file counts right after it). None otherwise.
+    grouped: GroupedResult | None = None
 
-    def to_json(self) -> dict[str, float]:
-        return {
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
             "ndcg@10": round(self.ndcg_at_10, 4),
             "mrr@10": round(self.mrr_at_10, 4),
             "recall@100": round(self.recall_at_100, 4),
             "hit@1": round(self.hit_at_1, 4),
             "p50_ms": round(self.p50_ms, 2),
             "p95_ms": round(self.p95_ms, 2),
+        }
+        if self.grouped is not None:
+            out["grouped"] = self.grouped.to_json()
+        return out
+
+
+@dataclass(frozen=True)
+class GroupedResult:
+    """The files of a grouped search, judged by file: nDCG@10, hit@1 and Recall@100."""
+
+    ndcg_at_10: float
+    hit_at_1: float
+    recall_at_100: float
+
+    def to_json(self) -> dict[str, float]:
+        return {
+            "ndcg@10": round(self.ndcg_at_10, 4),
+            "hit@1": round(self.hit_at_1, 4),
+            "recall@100": round(self.recall_at_100, 4),
         }
 
 
@@ -534,6 +556,8 @@ def run_evaluation(
         if not judged:
             raise DatasetError(f"{dataset}: no query has both text and relevance judgements")
 
+        # a set judged by file also scores the files of a grouped search
+        by_file = all(c in files or kind == "beir" for qid, _ in judged for c in qrels[qid])
         results: dict[str, ModeResult] = {}
         total = len(judged) * len(modes)
         done = 0
@@ -545,15 +569,29 @@ def run_evaluation(
             recalls: list[float] = []
             hits: list[float] = []
             times: list[float] = []
+            grouped: list[tuple[float, float, float]] = []
             for qid, text in judged:
                 relevant = qrels[qid]
                 by_section = kind == "workspace" and any(
                     c in section_level and c not in files for c in relevant
                 )
                 started = time.perf_counter()
-                ranked, _ = engine.rank(plan_plain(text), mode)
+                if by_file:
+                    ranked, rows = engine.rank_files(plan_plain(text), mode)
+                else:
+                    ranked, _ = engine.rank(plan_plain(text), mode)
                 records = engine.records(s.key for s in ranked)
                 times.append((time.perf_counter() - started) * 1000)
+                if by_file:
+                    listed = [path_to_id.get(p) for row in rows for p in (row[0], *row[1])]
+                    file_units = [u for u in listed if u is not None]
+                    grouped.append(
+                        (
+                            ndcg_at_k(file_units, relevant, NDCG_K),
+                            hit_at_k(file_units, relevant, 1),
+                            recall_at_k(file_units, relevant, RECALL_K),
+                        )
+                    )
                 unit_of: dict[str, str] = {}
                 for key, rec in records.items():
                     doc_id = path_to_id.get(rec.file_path)
@@ -580,6 +618,9 @@ def run_evaluation(
                 p50_ms=percentile(times, 50),
                 p95_ms=percentile(times, 95),
                 per_query=ndcgs,
+                grouped=GroupedResult(*(sum(col) / n for col in zip(*grouped, strict=True)))
+                if grouped
+                else None,
             )
         stats = engine.stats()
         docs, chunks, model = stats.documents, stats.chunks, stats.model

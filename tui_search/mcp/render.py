@@ -53,7 +53,10 @@ def _paging_line(p: Paging) -> str:
 
 def _document_line(d: DocumentResult) -> str:
     tags = f" #{' #'.join(d.tags)}" if d.tags else ""
-    return f"## {d.file_path} — {d.title} ({d.score:.3f}, {d.match_count} sections){tags}"
+    line = f"## {d.file_path} — {d.title} ({d.score:.3f}, {d.match_count} sections){tags}"
+    if d.also_in:
+        line += "\n   also in " + ", ".join(d.also_in)
+    return line
 
 
 def search_markdown(r: SearchReply) -> str:

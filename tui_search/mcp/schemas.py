@@ -59,6 +59,10 @@ class DocumentResult(BaseModel):
     passages: list[SearchHit] | None = Field(
         default=None, description="search with group_by_document"
     )
+    also_in: list[str] = Field(
+        default=[],
+        description="The same page elsewhere (near-identical files folded under this one)",
+    )
 
 
 class SearchReply(BaseModel):

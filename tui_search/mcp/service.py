@@ -140,6 +140,7 @@ class AgentService(ReadService):
             passages=(
                 [hit_model(p, detail, budget) for p in d.passages] if detail is not None else None
             ),
+            also_in=[clean(p) for p in d.also_in[:MAX_LISTED]],
         )
 
     # -- related, grep, changes, status ---------------------------------------------------

@@ -116,6 +116,7 @@ class _FileTable:
     n_ordinals: int
     n_files: int  # files with at least one live chunk
     lengths: dict[str, tuple[np.ndarray, float]]  # field -> (length per file, mean)
+    names: list[str]  # file ordinal -> the file's term in the file field (its document id)
 
 
 def _length_bytes(column: Any, n: int) -> np.ndarray:
@@ -599,7 +600,7 @@ class FastBM25:
         file_of = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
         present = np.zeros(len(ordinal), dtype=bool)
         present[file_of[file_of >= 0]] = True
-        table = _FileTable(key, file_of, len(ordinal), int(present.sum()), {})
+        table = _FileTable(key, file_of, len(ordinal), int(present.sum()), {}, list(ordinal))
         with self._lock:
             self._files = table
         return table
@@ -656,6 +657,18 @@ class FastBM25:
                 / (tf + self.K1 * ((1 - self.B) + self.B * fl / avgfl))
             )
         return file_of, out
+
+    def file_scores(
+        self, searcher: Any, clauses: list[tuple[str, str, float]], file_field: str = "doc"
+    ) -> dict[str, float]:
+        """Document id -> its whole-file BM25F (``_file_scores``), for every file that holds
+        a word of ``clauses``."""
+        segments = self._segments(searcher)
+        if not segments:
+            return {}
+        _, per_file = self._file_scores(searcher, segments, clauses, file_field)
+        names = self._file_table(segments, file_field).names
+        return {names[i]: float(per_file[i]) for i in np.flatnonzero(per_file > 0).tolist()}
 
     def doc_frequency(self, searcher: Any, field: str, text: str) -> int:
         """Whoosh's ``doc_frequency``: the documents whose ``field`` holds ``text``, deleted

@@ -200,6 +200,14 @@ class LexicalSnapshot:
             docnums, scores = docnums[ok], scores[ok]
         return docnums, scores
 
+    def file_scores(self, query: Q.Query) -> dict[str, float]:
+        """Document id -> its whole-file BM25F for a plain weighted disjunction (each file's
+        chunks read as one document; ``FastBM25.file_scores``); empty for any other query."""
+        clauses = flatten_disjunction(query)
+        if clauses is None:
+            return {}
+        return self._fast.file_scores(self.searcher, clauses)
+
     def file_ordinals(self) -> np.ndarray:
         """docnum -> the ordinal of its file (-1 for a deleted chunk)."""
         return self._fast.file_ordinals(self.searcher)

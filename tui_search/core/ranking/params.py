@@ -116,6 +116,16 @@ class RankingParams:
         "share of a section's score taken from its document's best section",
         "document-blend",
     )
+    document_file_share: float = knob(
+        0.0,
+        "grouped results: share of a file's score taken from the file as a whole",
+        "files-in-grouped-results",
+    )
+    fold_copies: bool = knob(
+        True,
+        "grouped results: the same page in several places is one row, its copies listed on it",
+        "copies-of-a-page",
+    )
     link_list_damping: float = knob(
         0.3, "a link list keeps 1 - this x its link share of its score (0 = off)", "link-lists"
     )

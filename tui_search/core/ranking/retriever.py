@@ -18,6 +18,7 @@ It reads the index; it never writes.
 from __future__ import annotations
 
 import heapq
+from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -47,6 +48,7 @@ from tui_search.core.keyword.literal import (
 from tui_search.core.keyword.snapshot import LexicalSnapshot
 from tui_search.core.plan import Field, Mode, Node, Phrase, QueryPlan, Seq, Word
 from tui_search.core.query import has_text, iter_nodes
+from tui_search.core.ranking.documents import FileSignature
 from tui_search.core.ranking.exact import term_query
 from tui_search.core.ranking.fusion import (
     Scored,
@@ -114,6 +116,11 @@ class Ranking:
     #: counted. None: every result matches (keyword mode, a listing, ``like:``). The tail's
     #: rows are keyword matches, always.
     matches: frozenset[str] | None = None
+    #: What scores a file as a whole (``whole_files``): the plain query's text (None for a
+    #: boolean query or without the keyword arm) and the query vector (None without the
+    #: semantic arm).
+    plain_text: str | None = None
+    query_vector: np.ndarray | None = None
 
     @property
     def rerank_pending(self) -> int:
@@ -293,7 +300,11 @@ class Retriever:
                     section_of(s.key) for s, hit in zip(ranked, also.tolist(), strict=True) if hit
                 ]
                 matches = matches | frozenset(extra)
-        return Ranking(ranked, weights, name, c.warnings, rest, outcome, steps, matches)
+        plain_text = plan.plain_text if steps.policy.keyword_arm else None
+        qvec = arms.qvec if like_vector is None else None
+        return Ranking(
+            ranked, weights, name, c.warnings, rest, outcome, steps, matches, plain_text, qvec
+        )
 
     def _resolve(
         self, plan: QueryPlan, c: Compiler, snap: LexicalSnapshot
@@ -407,6 +418,42 @@ class Retriever:
             signals.apply(scored, rules)
             out.append((finalize(scored), used))
         return out
+
+    # -- whole files ----------------------------------------------------------------------
+    def whole_files(
+        self, ranking: Ranking, docs: list[str]
+    ) -> tuple[dict[str, float], dict[str, float]]:
+        """For ``docs`` (document ids): each one's whole-file BM25F for the ranking's keyword
+        query, and the cosine of its mean chunk vector with the query vector (each empty when
+        the ranking has none)."""
+        keyword: dict[str, float] = {}
+        steps = ranking.steps
+        query = None
+        if ranking.plain_text is not None and steps is not None:
+            query = plain_query(ranking.plain_text, steps.params)
+        if query is not None:
+            scores = self.index.lexical.snapshot().file_scores(query)
+            keyword = {d: scores[d] for d in docs if d in scores}
+        cosine: dict[str, float] = {}
+        qvec = ranking.query_vector
+        if qvec is not None:
+            means = self.index.store.file_vectors(docs)
+            cosine = {d: float(v @ qvec) for d, v in means.items()}
+        return keyword, cosine
+
+    def file_signatures(self, docs: list[str]) -> dict[str, FileSignature]:
+        """Each document's content hash, title and mean chunk vector (what tells copies of a
+        page apart, ``documents.are_copies``)."""
+        rows = self.index.store.file_identities(docs)
+        # a vector tells copies apart only among files of one title: read those alone
+        titles = Counter(FileSignature(digest, title, None).title_key for _, digest, title in rows)
+        shared = [
+            d
+            for d, digest, title in rows
+            if titles[FileSignature(digest, title, None).title_key] > 1
+        ]
+        vectors = self.index.store.file_vectors(shared) if shared else {}
+        return {doc: FileSignature(digest, title, vectors.get(doc)) for doc, digest, title in rows}
 
     # -- literals -----------------------------------------------------------------------
     def literal_keys(

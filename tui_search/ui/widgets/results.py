@@ -265,7 +265,7 @@ def duplicate_prompt(hit: Hit) -> Content:
 
 
 def group_prompt(group: DocumentGroup) -> Content:
-    return Content.assemble(
+    line = Content.assemble(
         (safe(group.title) or safe(group.file_path), "bold $accent"),
         "  ",
         (safe(group.file_path), "$text-muted"),
@@ -276,6 +276,15 @@ def group_prompt(group: DocumentGroup) -> Content:
             "$text-muted",
         ),
     )
+    if group.also_in:  # the same page elsewhere, folded under this file
+        line += Content.styled(f"\n    also in {also_in_text(group.also_in)}", "$text-muted")
+    return line
+
+
+def also_in_text(paths: tuple[str, ...], shown: int = 3) -> str:
+    """Where else a page is: its first few copies' paths, then how many more."""
+    text = ", ".join(safe(p) for p in paths[:shown])
+    return text + (f" and {len(paths) - shown} more" if len(paths) > shown else "")
 
 
 class ResultsList(OptionList):
