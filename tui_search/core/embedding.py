@@ -12,6 +12,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from tui_search.core.errors import ModelError
+from tui_search.core.safetensors_map import map_safetensors
 
 #: The model shipped inside the package (built by scripts/build_model.py).
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent.parent / "models" / "default"
@@ -168,54 +169,14 @@ class FolderModel:
         return [[i for i in e.ids if i != unk] for e in encodings]
 
 
-#: safetensors dtype codes and their numpy types (the ones a model2vec model holds).
-_SAFETENSORS_DTYPES = {
-    "F64": np.float64,
-    "F32": np.float32,
-    "F16": np.float16,
-    "I64": np.int64,
-    "I32": np.int32,
-    "I16": np.int16,
-    "I8": np.int8,
-    "U8": np.uint8,
-}
-
-
 def _mapped_tensors(path: Path) -> dict[str, np.ndarray]:
-    """The tensors of a ``.safetensors`` file as read-only memory maps of the file: no copy of
-    the embedding table (19 MB, ~15 ms of each process's start-up with ``safe_open``); a
-    search reads the rows of its own tokens, and every process shares the pages. The format is
-    an 8-byte little-endian header length, a JSON header of ``dtype``/``shape``/
-    ``data_offsets`` per tensor, then the data. A file whose header does not describe it
-    exactly is not mapped but read by ``safetensors`` itself, which says what is wrong."""
+    """The tensors of a ``.safetensors`` file as read-only memory maps of the file
+    (``core.safetensors_map``): no copy of the embedding table; a search reads the rows of its
+    own tokens. A file whose header does not describe it exactly is not mapped but read by
+    ``safetensors`` itself, which says what is wrong."""
     try:
-        total = path.stat().st_size
-        with open(path, "rb") as fh:
-            size = int.from_bytes(fh.read(8), "little")
-            if not 2 <= size <= min(total - 8, 100_000_000):
-                raise ValueError("no header")
-            header = json.loads(fh.read(size))
-        if not isinstance(header, dict):
-            raise ValueError("no header")
-        out: dict[str, np.ndarray] = {}
-        for name, meta in header.items():
-            if name == "__metadata__":
-                continue
-            dtype = np.dtype(_SAFETENSORS_DTYPES[meta["dtype"]])
-            shape = tuple(int(n) for n in meta["shape"])
-            start, end = (int(n) for n in meta["data_offsets"])
-            count = int(np.prod(shape, dtype=np.int64))
-            if not 0 <= start <= end or end - start != count * dtype.itemsize:
-                raise ValueError(f"tensor {name}: its offsets do not match its shape")
-            if 8 + size + end > total:
-                raise ValueError(f"tensor {name}: past the end of the file")
-            if count == 0:
-                out[name] = np.zeros(shape, dtype=dtype)
-            else:
-                offset = 8 + size + start
-                out[name] = np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape)
-        return out
-    except (OSError, ValueError, KeyError, TypeError):
+        return map_safetensors(path)[1]
+    except (OSError, ValueError):
         from safetensors import safe_open
 
         with safe_open(str(path), framework="numpy") as tensors:

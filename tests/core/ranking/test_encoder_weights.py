@@ -15,6 +15,7 @@ from safetensors.numpy import load_file
 
 from tui_search.core.ranking import encoder_weights
 from tui_search.core.ranking.rerank import DEFAULT_RERANKER_DIR, SentenceEncoder
+from tui_search.core.safetensors_map import map_safetensors
 
 TEXTS = ["how do I link to a heading", "Obsidian keeps notes as markdown files. " * 30, "x"]
 
@@ -99,7 +100,7 @@ def test_a_cache_made_from_other_weights_is_made_again(shipped: Path, tmp_path: 
     later = weights.stat().st_mtime_ns + 5_000_000_000
     os.utime(weights, ns=(later, later))
     _load(shipped, cache)
-    meta, _ = encoder_weights.map_file(made)
+    meta, _ = map_safetensors(made)
     assert meta["mtime_ns"] == str(later)
 
     tensors = load_file(str(weights))

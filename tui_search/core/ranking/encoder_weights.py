@@ -20,13 +20,14 @@ written, the weights are made in memory. Nothing is written beside the shipped w
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
+
+from tui_search.core.safetensors_map import map_safetensors
 
 #: The names and layout of the prepared tensors; a cache file of another layout is made again.
 LAYOUT = "1"
@@ -46,7 +47,6 @@ LAYER_PARTS = (
     "n2_b",
 )
 _SOURCE = "model.safetensors"
-_DTYPES = {"F32": np.float32, "I8": np.int8}
 
 
 def prepare(raw: Mapping[str, np.ndarray], layers: int) -> dict[str, np.ndarray]:
@@ -110,7 +110,7 @@ def load(folder: Path, config: str, layers: int, cache_dir: Path) -> dict[str, n
     }
     target = cache_file(folder, cache_dir)
     try:
-        meta, tensors = map_file(target)
+        meta, tensors = map_safetensors(target)
         if {k: meta.get(k) for k in expect} == expect and _complete(tensors, layers):
             return tensors
     except (OSError, ValueError):
@@ -121,7 +121,7 @@ def load(folder: Path, config: str, layers: int, cache_dir: Path) -> dict[str, n
     prepared = prepare(load_bytes(data), layers)
     try:
         _write(target, prepared, {**expect, "source_sha256": hashlib.sha256(data).hexdigest()})
-        return map_file(target)[1]
+        return map_safetensors(target)[1]
     except (OSError, ValueError):
         # a read-only or full cache (or one replaced meanwhile): served from memory
         return prepared
@@ -146,34 +146,3 @@ def _write(target: Path, tensors: dict[str, np.ndarray], meta: dict[str, str]) -
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-
-
-def map_file(path: Path) -> tuple[dict[str, str], dict[str, np.ndarray]]:
-    """(the header's metadata, each tensor as a read-only array over one memory map of
-    ``path``); ValueError when the header does not describe the file exactly."""
-    total = path.stat().st_size
-    with open(path, "rb") as fh:
-        size = int.from_bytes(fh.read(8), "little")
-        if not 2 <= size <= min(total - 8, 1_000_000):
-            raise ValueError("no header")
-        header = json.loads(fh.read(size))
-    if not isinstance(header, dict):
-        raise ValueError("no header")
-    meta = header.pop("__metadata__", None) or {}
-    if not isinstance(meta, dict):
-        raise ValueError("bad metadata")
-    base = np.memmap(path, dtype=np.uint8, mode="r")
-    tensors: dict[str, np.ndarray] = {}
-    try:
-        for name, spec in header.items():
-            dtype = np.dtype(_DTYPES[spec["dtype"]])
-            shape = tuple(int(n) for n in spec["shape"])
-            start, end = (8 + size + int(n) for n in spec["data_offsets"])
-            count = int(np.prod(shape, dtype=np.int64))
-            if not 8 + size <= start <= end <= total or end - start != count * dtype.itemsize:
-                raise ValueError(f"tensor {name}: its offsets do not match the file")
-            array = np.asarray(base[start:end]).view(dtype).reshape(shape)
-            tensors[name] = array if array.flags.aligned else array.copy()
-    except (KeyError, TypeError) as exc:
-        raise ValueError(f"bad header: {exc}") from exc
-    return {str(k): str(v) for k, v in meta.items()}, tensors
