@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tui_search.core.ranking.fusion import minmax
+
 #: The cosine of two files' mean chunk vectors from which two files of the same title are
 #: copies of one page.
 COPY_COSINE = 0.95
@@ -40,15 +42,6 @@ class FileSignature:
         return _SPACE.sub(" ", self.title).strip().casefold()
 
 
-def minmax(values: Mapping[str, float]) -> dict[str, float]:
-    """Each value scaled to 0-1 over ``values`` (all 1 when they are equal)."""
-    if not values:
-        return {}
-    lo, hi = min(values.values()), max(values.values())
-    span = hi - lo
-    return {k: (v - lo) / span if span > 0 else 1.0 for k, v in values.items()}
-
-
 def whole_file_scores(
     keyword: Mapping[str, float],
     cosine: Mapping[str, float],
@@ -56,7 +49,7 @@ def whole_file_scores(
     docs: Sequence[str],
 ) -> dict[str, float]:
     """Each of ``docs`` scored as a whole file (0-1): its whole-file BM25F and its mean
-    vector's cosine, each min-max scaled over ``docs``, mixed by the ranking's arm weights
+    vector's cosine, each min-max scaled over ``docs`` (as the arms are fused), mixed by the ranking's arm weights
     (keyword mode: the BM25F alone; semantic mode: the cosine alone)."""
     kw_w, sem_w = weights
     total = kw_w + sem_w
