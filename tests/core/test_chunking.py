@@ -194,7 +194,9 @@ def test_front_matter_errors_name_the_pure_parsers_line(raw: str) -> None:
     reads the front matter first, may name another)."""
     with pytest.raises(yaml.MarkedYAMLError) as err:
         yaml.load(raw + "\n", Loader=yaml.SafeLoader)  # noqa: S506 - a safe loader
-    line = err.value.problem_mark.line + 2
+    mark = err.value.problem_mark
+    assert mark is not None
+    line = mark.line + 2
     expected = f"front matter is not valid YAML (line {line}); indexed as text"
     assert split_front_matter(f"---\n{raw}\n---\nbody\n")[3] == expected
 
