@@ -48,10 +48,11 @@ from tui_search.core.workspace import (
 )
 from tui_search.core.write_batch import (
     EmbeddedAhead,
-    batch_vectors,
     chunk_record,
+    make_vectors,
     missing_vectors,
     plan_batch,
+    vector_work,
     write_indexes,
 )
 
@@ -627,13 +628,20 @@ class Indexer:
         in_flight = changed_paths + removed
         self.store.set_meta("dirty", json.dumps(sorted(set(in_flight) | force)))
         plan = plan_batch(self.store, parsed, removed, force)
-        vectors = batch_vectors(self.store, self.embedder, parsed, set(in_flight), emit, ahead)
+        work = vector_work(self.store, parsed, set(in_flight))
+        emit(Progress("write", 0, 1, "writing indexes"))
+        records = [chunk_record(c) for c in work.chunks if c.key in plan.lexical_add]
+        # (the vectors are made on a thread: its progress is not reported)
+        vectors = write_indexes(
+            self.lexical,
+            self.vectors,
+            plan,
+            records,
+            lambda: make_vectors(work, self.embedder, lambda p: None, ahead),
+        )
         if ahead is not None:
             ahead.clear()
         tally.embedded += vectors.embedded
-        emit(Progress("write", 0, 1, "writing indexes"))
-        records = [chunk_record(c) for c in vectors.chunks if c.key in plan.lexical_add]
-        write_indexes(self.lexical, self.vectors, plan, records, vectors)
         tally.wrote = True
         # the vector file is not rewritten: the touched vector keys are logged with the rows
         # (O(change)); other processes replay the log, and it is folded into the file now and then

@@ -6,6 +6,7 @@ it in its crash-safe order.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -151,33 +152,52 @@ def plan_batch(
     return plan
 
 
-def batch_vectors(
-    store: Store,
-    embedder: Embedder,
-    parsed: list[tuple[FileRecord, list[Chunk]]],
-    in_flight: set[str],
-    emit: ProgressCallback,
-    ahead: EmbeddedAhead | None = None,
-) -> BatchVectors:
+@dataclass(frozen=True)
+class VectorWork:
+    """What a batch's vectors take, read from the manifest before the write: its chunks, the
+    stored vectors they reuse by content hash, the chunks to embed, and the chunks elsewhere
+    whose vector is missing."""
+
+    chunks: list[Chunk]
+    reuse: dict[str, np.ndarray]
+    to_embed: list[Chunk]
+    missing: list[ChunkRecord]
+
+
+def vector_work(
+    store: Store, parsed: list[tuple[FileRecord, list[Chunk]]], in_flight: set[str]
+) -> VectorWork:
     """A vector for every chunk of the batch: any stored vector with the same content hash
     is reused (unchanged sections, renamed or moved files, duplicated text), the rest is
-    embedded (or taken from ``ahead``), with the chunks elsewhere whose vector is missing
-    (model change, earlier failure)."""
+    embedded (``make_vectors``), with the chunks elsewhere whose vector is missing (model
+    change, earlier failure)."""
     chunks: list[Chunk] = [c for _, file_chunks in parsed for c in file_chunks]
     reuse = store.vectors_by_hash({c.content_hash for c in chunks})
     to_embed = [c for c in chunks if c.content_hash not in reuse]
     missing = missing_vectors(store, exclude_paths=in_flight)
+    return VectorWork(chunks, reuse, to_embed, missing)
+
+
+def make_vectors(
+    work: VectorWork,
+    embedder: Embedder,
+    emit: ProgressCallback,
+    ahead: EmbeddedAhead | None = None,
+) -> BatchVectors:
+    """The batch's vectors (``vector_work``): what is not reused is embedded, or taken from
+    ``ahead``. Reads nothing from the manifest: it runs beside the full-text write."""
+    to_embed, missing, reuse = work.to_embed, work.missing, dict(work.reuse)
     texts = [c.embedding_text for c in to_embed] + [r.embedding_text for r in missing]
     embedded, tokens = embed(embedder, texts, emit, ahead)
     by_key: dict[str, np.ndarray] = {}
     for c, vec in zip(to_embed, embedded[: len(to_embed)], strict=True):
         by_key[c.key] = vec
         reuse.setdefault(c.content_hash, vec)
-    for c in chunks:
+    for c in work.chunks:
         if c.key not in by_key:
             by_key[c.key] = reuse[c.content_hash]
     return BatchVectors(
-        chunks=chunks,
+        chunks=work.chunks,
         by_key=by_key,
         missing=missing,
         missing_vectors=embedded[len(to_embed) :],
@@ -192,12 +212,14 @@ def write_indexes(
     vector_index: VectorIndex,
     plan: BatchPlan,
     records: list[ChunkRecord],
-    vectors: BatchVectors,
-) -> None:
-    """Whoosh and usearch; the vector graph is built (native code, the GIL released) while
-    Whoosh writes."""
+    vectors_of: Callable[[], BatchVectors],
+) -> BatchVectors:
+    """Whoosh and usearch: on a thread beside the full-text write (pure Python, on this
+    one), the batch's vectors are made (``vectors_of``: the tokenizer and the vector graph
+    are native code that releases the GIL) and added to the vector graph. Returns them."""
 
-    def write_vectors() -> None:
+    def write_vectors() -> BatchVectors:
+        vectors = vectors_of()
         vector_index.remove(plan.old_vkeys)
         if records:
             vector_index.upsert(
@@ -209,13 +231,15 @@ def write_indexes(
                 np.array([r.vkey for r in vectors.missing], dtype=np.uint64),
                 np.asarray(vectors.missing_vectors),
             )
+        return vectors
 
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="vectors") as pool:
         vectors_done = pool.submit(write_vectors)
         try:
             lexical.write(plan.lexical_delete_paths, records, delete_keys=plan.lexical_delete_keys)
         finally:
-            vectors_done.result()
+            vectors = vectors_done.result()
+    return vectors
 
 
 def missing_vectors(store: Store, exclude_paths: set[str] | None = None) -> list[ChunkRecord]:
