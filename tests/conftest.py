@@ -68,6 +68,9 @@ def _isolate_user_dirs(
             "TUI_SEARCH_DATA_DIR",
         ):
             monkeypatch.delenv(var, raising=False)
+    # no background fill of re-ranker vectors: a test's orderings do not change while it runs
+    # (the fill's own tests switch it on)
+    monkeypatch.setenv("TUI_SEARCH_RERANK_FILL", "0")
 
 
 class FakeEmbedder:

@@ -39,6 +39,8 @@ from tui_search.core.textsafe import clean_query_text
 from tui_search.core.workspace import ReadResult, Workspace
 
 if TYPE_CHECKING:
+    import subprocess
+
     from tui_search.core.graph import LinkGraph
     from tui_search.core.reading import Reading
 
@@ -196,12 +198,12 @@ class SearchEngine:
             self.reranker.close()
         self.index.close()
 
-    def start_rerank_fill(self) -> bool:
+    def start_rerank_fill(self) -> subprocess.Popen[bytes] | None:
         """Start the background process that makes the re-ranker's missing section vectors
         (``core.rerank_fill``) unless one runs for this index, the index is read-only or the
-        re-ranker is off; whether one was started. Nothing waits for it."""
+        re-ranker is off; the process, if one was started. Nothing waits for it."""
         if self.reranker is None or self.index.store.readonly:
-            return False
+            return None
         from tui_search.core import rerank_fill
 
         return rerank_fill.start(*self._fill_paths())

@@ -96,17 +96,19 @@ def _command(index_dir: Path, manifest: Path, writer_lock: Path, *flags: str) ->
     ]
 
 
-def start(index_dir: Path, manifest: Path, writer_lock: Path) -> bool:
+def start(
+    index_dir: Path, manifest: Path, writer_lock: Path
+) -> subprocess.Popen[bytes] | None:
     """Start the background fill of ``index_dir`` unless one runs (or ``SWITCH`` is off);
-    whether one was started. The caller does not wait for it."""
+    the process started, if one was. The caller does not wait for it."""
     if not enabled() or not manifest.is_file() or running(index_dir):
-        return False
+        return None
     try:
         log: IO[bytes] | int = (index_dir / LOG_FILE).open("wb")
     except OSError:
         log = subprocess.DEVNULL
     try:
-        subprocess.Popen(
+        return subprocess.Popen(
             _command(index_dir, manifest, writer_lock, "--background"),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
@@ -115,11 +117,10 @@ def start(index_dir: Path, manifest: Path, writer_lock: Path) -> bool:
             close_fds=True,
         )
     except OSError:
-        return False
+        return None
     finally:
         if not isinstance(log, int):
             log.close()
-    return True
 
 
 def run(
