@@ -1,18 +1,17 @@
 """The re-ranker's int8 layers on onnxruntime (``core.ranking.onnx_encoder``) against the numpy
 layers: the same sentences' vectors, one text's vector whatever it is batched with, and the
-re-ranker making sections' vectors with them while a question keeps numpy's. Real weights,
-real onnxruntime."""
+graph kept in the per-user cache. Real weights, real onnxruntime."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from tui_search.config import Settings
-from tui_search.core.engine import SearchEngine
 from tui_search.core.errors import ModelError
 from tui_search.core.ranking import onnx_encoder, rerank
 from tui_search.core.ranking.rerank import SentenceEncoder
@@ -101,69 +100,34 @@ def test_weights_that_cannot_be_read_are_a_model_error(tmp_path: Path) -> None:
         onnx_encoder.OnnxLayers(tmp_path)
 
 
-def _engine(tmp_path: Path) -> SearchEngine:
-    ws = tmp_path / "ws"
-    ws.mkdir(exist_ok=True)
-    (ws / "perf.md").write_text(
-        "# Performance\n\n## Why the endpoints are slow\n\nThe p99 latency is 1.8 s against a "
-        "300 ms budget.\n\n## Caching\n\nResponses are cached for five minutes.\n"
+def test_the_graph_is_kept_in_the_cache_and_written_again_when_garbled(tmp_path: Path) -> None:
+    """The first load writes the graph with onnx and keeps it; a later load reads it (a new
+    process imports onnxruntime only); a garbled file is written again."""
+    folder = rerank.DEFAULT_RERANKER_DIR
+    cache = tmp_path / "cache"
+    onnx_encoder.OnnxLayers(folder, cache_dir=cache)
+    (target,) = (cache / "reranker").glob("layers-*.onnx")
+    assert target == onnx_encoder.graph_file(folder, "row", onnx_encoder.PRODUCTS, True, cache)
+    kept = target.read_bytes()
+    script = (
+        "import sys; from pathlib import Path\n"
+        "from tui_search.core.ranking import onnx_encoder, rerank\n"
+        f"onnx_encoder.OnnxLayers(rerank.DEFAULT_RERANKER_DIR, cache_dir=Path({str(cache)!r}))\n"
+        "print('onnx' in sys.modules, 'onnxruntime' in sys.modules)\n"
     )
-    (ws / "keys.md").write_text(
-        "# Security\n\n## How to rotate API keys\n\nCreate a new key, then revoke the old one.\n"
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert out == ["False", "True"]
+    target.write_bytes(kept[: len(kept) // 2])  # cut short
+    again = onnx_encoder.OnnxLayers(folder, cache_dir=cache)
+    assert target.read_bytes() == kept
+    encoder = SentenceEncoder()
+    texts = _sections(4)
+    assert np.allclose(
+        encoder.encode_many(texts, again),
+        encoder.encode_many(texts, onnx_encoder.OnnxLayers(folder, cache_dir=cache)),
     )
-    engine = SearchEngine(Settings(workspace=ws, index_dir=tmp_path / "index"))
-    engine.build()
-    return engine
-
-
-def test_the_reranker_makes_sections_vectors_with_int8_layers_and_questions_with_numpy(
-    tmp_path: Path, encoder: SentenceEncoder, layers: onnx_encoder.OnnxLayers
-) -> None:
-    assert onnx_encoder.available()
-    assert rerank.recipe().endswith(onnx_encoder.RECIPE)
-    engine = _engine(tmp_path)
-    rr = engine.reranker
-    assert rr is not None
-    assert engine.index.store.get_meta("rerank_recipe") == rerank.recipe()
-    assert engine.search("pages take too long to load", limit=5).reranked
-    assert np.array_equal(rr.query_vector("slow pages"), encoder.encode("slow pages"))
-    chunks = engine.index.store.chunks_by_keys([r.key for r in engine.all_sections()])
-    by_hash = {
-        c.content_hash: rerank.passage_text(c.title, c.heading_path, c.content)
-        for c in chunks.values()
-    }
-    stored = engine.index.store.rerank_vectors(set(by_hash))
-    assert stored
-    for h, vector in stored.items():
-        expected = encoder.encode_many([by_hash[h]], layers)[0]
-        assert np.allclose(vector, expected, atol=2e-3)  # (stored as float16)
-    engine.close()
-
-
-def test_without_onnxruntime_the_sections_vectors_are_numpys(
-    tmp_path: Path, encoder: SentenceEncoder, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(onnx_encoder, "available", lambda: False)
-    assert not rerank.recipe().endswith(onnx_encoder.RECIPE)
-    engine = _engine(tmp_path)
-    assert engine.search("pages take too long to load", limit=5).reranked
-    chunks = engine.index.store.chunks_by_keys([r.key for r in engine.all_sections()])
-    by_hash = {
-        c.content_hash: rerank.passage_text(c.title, c.heading_path, c.content)
-        for c in chunks.values()
-    }
-    stored = engine.index.store.rerank_vectors(set(by_hash))
-    assert stored
-    for h, vector in stored.items():
-        assert np.allclose(vector, encoder.encode(by_hash[h]), atol=2e-3)
-    engine.close()
-
-
-def test_warming_up_loads_the_int8_layers(tmp_path: Path) -> None:
-    engine = _engine(tmp_path)
-    rr = engine.reranker
-    assert rr is not None
-    assert rr._passage_layers is None  # a one-shot search loads them only when it needs them
-    engine.warm_up()
-    assert isinstance(rr._passage_layers, onnx_encoder.OnnxLayers)
-    engine.close()
+    # other options are another graph
+    other = onnx_encoder.graph_file(folder, "tensor", onnx_encoder.PRODUCTS, True, cache)
+    assert other != target
