@@ -55,6 +55,7 @@ def test_a_hybrid_search_engine_loads_the_encoder_as_it_opens(
     _wait_for(loads)
     assert loads == ["load-reranker"]  # before any search, on its own thread
     engine.sync()
+    engine.make_rerank_vectors()  # (in a process of its own)
     results = engine.search(QUESTION)
     assert results.reranked
     assert loads == ["load-reranker"]  # loaded once
@@ -68,6 +69,7 @@ def test_other_engines_load_it_only_when_a_search_needs_it(
     loads = _recording(monkeypatch)
     engine = SearchEngine(_settings(tmp_path), search_mode=mode)
     engine.sync()
+    engine.make_rerank_vectors()  # (in a process of its own)
     engine.search(QUESTION, mode=mode or "keyword")
     assert loads == []
     if mode is None:  # a hybrid search loads it where it runs
@@ -82,6 +84,7 @@ def test_an_encoder_that_fails_to_load_early_leaves_the_static_order_and_says_so
     loads = _recording(monkeypatch, fail=True)
     engine = SearchEngine(_settings(tmp_path), search_mode="hybrid")
     engine.sync()
+    engine.make_rerank_vectors()  # (the fill's encoder is its own process's)
     results = engine.search(QUESTION)
     assert loads and loads[0] == "load-reranker"
     assert not results.reranked
@@ -105,7 +108,7 @@ def test_a_repeat_search_loads_neither_whole_tokenizer(tmp_path: Path) -> None:
     per-user cache."""
     with SearchEngine(_settings(tmp_path)) as first:
         first.sync()
-        first.search(QUESTION)  # the head's vectors are made and stored
+        first.make_rerank_vectors()
     with SearchEngine(_settings(tmp_path), search_mode="hybrid") as engine:
         engine.sync()
         results = engine.search(QUESTION)
@@ -123,6 +126,7 @@ def test_a_process_that_searches_on_loads_the_whole_tokenizers_as_it_warms_up(
     """The app and the agent server warm up: they never make a partial tokenizer per word."""
     with SearchEngine(_settings(tmp_path)) as engine:
         engine.sync()
+        engine.make_rerank_vectors()
         engine.warm_up()
         assert engine.reranker is not None
         assert engine.reranker.encoder._tok._full is not None

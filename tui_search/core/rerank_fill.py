@@ -96,9 +96,7 @@ def _command(index_dir: Path, manifest: Path, writer_lock: Path, *flags: str) ->
     ]
 
 
-def start(
-    index_dir: Path, manifest: Path, writer_lock: Path
-) -> subprocess.Popen[bytes] | None:
+def start(index_dir: Path, manifest: Path, writer_lock: Path) -> subprocess.Popen[bytes] | None:
     """Start the background fill of ``index_dir`` unless one runs (or ``SWITCH`` is off);
     the process started, if one was. The caller does not wait for it."""
     if not enabled() or not manifest.is_file() or running(index_dir):
@@ -201,7 +199,9 @@ def _identity(path: Path) -> tuple[int, int] | None:
     return st.st_dev, st.st_ino
 
 
-def fill(manifest: Path, writer_lock: Path, encode: Callable[[Sequence[str]], Any], runtime: str) -> int:
+def fill(
+    manifest: Path, writer_lock: Path, encode: Callable[[Sequence[str]], Any], runtime: str
+) -> int:
     """Make every missing vector of the index whose manifest is ``manifest`` with ``encode``
     (of ``runtime``); how many were made. Stops when the manifest goes; a manifest written anew
     is opened again. The vectors of texts gone are dropped at the end when no process writes."""
