@@ -202,7 +202,7 @@ class SearchEngine:
         """Start the background process that makes the re-ranker's missing section vectors
         (``core.rerank_fill``) unless one runs for this index, the index is read-only or the
         re-ranker is off; the process, if one was started. Nothing waits for it."""
-        if self.reranker is None or self.index.store.readonly:
+        if self.reranker is None or self.index.store.readonly or not self.reranker.owed():
             return None
         from tui_search.core import rerank_fill
 

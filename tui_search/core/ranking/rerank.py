@@ -483,6 +483,10 @@ class Reranker:
             q = self.query_vector(query)
         return np.array([float(vectors[hashes[key]] @ q) for key in keys]), missing
 
+    def owed(self) -> bool:
+        """Whether some section text has no vector this encoder reads (the fill has work)."""
+        return not self._readable() or self.store.any_text_without_rerank_vector()
+
     def forget(self) -> None:
         """Look again for vectors at the next search (a fill has just made them)."""
         self._recent.clear()
