@@ -90,7 +90,9 @@ def _shared_cxx_runtime() -> None:
     process in a state where onnxruntime's extension (linked to the shared runtime, imported
     later by the re-ranker's int8 layers, ``core.ranking.onnx_encoder``) crashes as it loads,
     in libstdc++'s ``codecvt``; with the shared runtime loaded first and global, both load
-    (~1 MB, well under a millisecond). Nothing else needs it, so a system without it goes on."""
+    (~1 MB, well under a millisecond). The fill process (``core.rerank_fill``) imports no
+    usearch; a process that has both (a test run, a benchmark) needs this. Nothing else needs
+    it, so a system without it goes on."""
     if sys.platform.startswith("linux"):
         with contextlib.suppress(OSError):
             ctypes.CDLL("libstdc++.so.6", mode=os.RTLD_GLOBAL)
