@@ -220,3 +220,31 @@ def test_int8_vectors_match_the_numpy_layers(tmp_path: Path) -> None:
     cosines = [float(stored[r[0]] @ v) for r, v in zip(rows, numpy_vectors, strict=True)]
     assert float(np.mean(cosines)) > 0.997 and min(cosines) > 0.99
     engine.close()
+
+
+def test_a_search_process_never_imports_onnxruntime(tmp_path: Path) -> None:
+    """Neither on a fresh index (the head lacks its vectors) nor on a filled one (it re-ranks):
+    the question is the numpy layers' and the sections' vectors are the fill's."""
+    engine = _engine(tmp_path)
+    script = (
+        "import json, sys\n"
+        "from tui_search.config import Settings\n"
+        "from tui_search.core.engine import SearchEngine\n"
+        f"s = Settings(workspace=__import__('pathlib').Path({str(tmp_path / 'ws')!r}), "
+        f"index_dir=__import__('pathlib').Path({str(tmp_path / 'index')!r}))\n"
+        "e = SearchEngine(s, search_mode='hybrid')\n"
+        f"r = e.search({QUESTION!r})\n"
+        "print(json.dumps([r.reranked, 'onnxruntime' in sys.modules, 'onnx' in sys.modules]))\n"
+    )
+
+    def search() -> list[bool]:
+        out = subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, timeout=DEADLINE
+        )
+        assert out.returncode == 0, out.stderr
+        return list(json.loads(out.stdout))
+
+    assert search() == [False, False, False]
+    engine.make_rerank_vectors()
+    assert search() == [True, False, False]
+    engine.close()
