@@ -19,7 +19,9 @@ most 1.5); and how many of each question's first ten results the settled orders 
 checkouts share.
 
     .venv/bin/python benchmarks/bench_first_question.py --old /work/main \\
-        --workspace /tmp/corpora/obsidian-help/obsidian-help-en [--rounds 2]
+        --workspace /tmp/corpora/obsidian-help/obsidian-help-en [--rounds 2] [--also CHECKOUT]
+    .venv/bin/python benchmarks/bench_first_question.py --old /work/main \\
+        --workspace /tmp/corpora/tldr-pages/tldr-en --set tldr --skip rerank
 """
 
 from __future__ import annotations
@@ -41,13 +43,22 @@ sys.path.insert(0, str(ROOT))
 
 from tui_search.core import rerank_fill  # noqa: E402
 
-QUESTIONS = [
-    "how do I link to a heading",
-    "embed a file in a note",
-    "sync my vault between devices",
-    "keyboard shortcut for the command palette",
-    "change the default folder for new notes",
-]
+QUESTIONS = {
+    "vault": [
+        "how do I link to a heading",
+        "embed a file in a note",
+        "sync my vault between devices",
+        "keyboard shortcut for the command palette",
+        "change the default folder for new notes",
+    ],
+    "tldr": [
+        "copy my public key to a remote server",
+        "list open network ports",
+        "compress a folder into a tar archive",
+        "show disk usage of a directory",
+        "find files by name recursively",
+    ],
+}
 CLI = "import sys; sys.argv[0] = 'tui-search'; from tui_search.cli import run; run()"
 
 
@@ -101,7 +112,8 @@ def main() -> int:
     ap.add_argument("--also", type=Path, nargs="*", default=[], help="more checkouts")
     ap.add_argument("--workspace", type=Path, required=True)
     ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--questions", type=int, default=len(QUESTIONS))
+    ap.add_argument("--questions", type=int, default=5)
+    ap.add_argument("--set", choices=QUESTIONS, default="vault", help="whose questions to ask")
     ap.add_argument("--skip", default="", help="parts to leave out: questions,rerank")
     args = ap.parse_args()
     skip = set(args.skip.split(","))
@@ -114,7 +126,7 @@ def main() -> int:
     rerank: dict[str, list[tuple[float, float, int]]] = {n: [] for n in sides}
     flags: dict[str, dict[str, list[bool]]] = {n: {"first": [], "repeat": []} for n in sides}
     tops: dict[str, dict[str, list[str]]] = {n: {} for n in sides}
-    questions = QUESTIONS[: args.questions]
+    questions = QUESTIONS[args.set][: args.questions]
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.rounds):
             order = list(sides) if r % 2 == 0 else list(reversed(sides))
