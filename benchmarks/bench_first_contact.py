@@ -338,9 +338,9 @@ def main() -> int:
     for tree in trees:
         qmd.add(trees[tree], tree)
         for s in sides:
-            if want("search") or want("exact"):
-                if not (s.index_dir(tree) / "manifest.sqlite").exists():
-                    s.run("index", *ws(tree, s))
+            built = (s.index_dir(tree) / "manifest.sqlite").exists()
+            if (want("search") or want("exact")) and not built:
+                s.run("index", *ws(tree, s))
 
     # -- search, a repeat question -------------------------------------------------------
     if want("search"):
