@@ -49,16 +49,31 @@ def _settings(tmp_path: Path) -> Settings:
 def test_a_hybrid_search_engine_loads_the_encoder_as_it_opens(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    SearchEngine(_settings(tmp_path)).close()  # the index, built without the recorder
+    with SearchEngine(_settings(tmp_path)) as built:  # the index, built without the recorder
+        built.sync()
+        built.make_rerank_vectors()  # (in a process of its own)
     loads = _recording(monkeypatch)
     engine = SearchEngine(_settings(tmp_path), search_mode="hybrid")
     _wait_for(loads)
     assert loads == ["load-reranker"]  # before any search, on its own thread
     engine.sync()
-    engine.make_rerank_vectors()  # (in a process of its own)
     results = engine.search(QUESTION)
     assert results.reranked
     assert loads == ["load-reranker"]  # loaded once
+    engine.close()
+
+
+def test_an_engine_on_an_index_without_vectors_loads_no_encoder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fresh index's first question keeps the static order: its process reads no encoder."""
+    SearchEngine(_settings(tmp_path)).close()
+    loads = _recording(monkeypatch)
+    engine = SearchEngine(_settings(tmp_path), search_mode="hybrid")
+    engine.sync()
+    results = engine.search(QUESTION)
+    assert not results.reranked and results.rerank_pending > 0
+    assert loads == []
     engine.close()
 
 
@@ -81,10 +96,12 @@ def test_other_engines_load_it_only_when_a_search_needs_it(
 def test_an_encoder_that_fails_to_load_early_leaves_the_static_order_and_says_so(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    with SearchEngine(_settings(tmp_path)) as built:
+        built.sync()
+        built.make_rerank_vectors()  # (the fill's encoder is its own process's)
     loads = _recording(monkeypatch, fail=True)
     engine = SearchEngine(_settings(tmp_path), search_mode="hybrid")
     engine.sync()
-    engine.make_rerank_vectors()  # (the fill's encoder is its own process's)
     results = engine.search(QUESTION)
     assert loads and loads[0] == "load-reranker"
     assert not results.reranked

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -35,6 +36,7 @@ from tui_search.core.results import (
 )
 from tui_search.core.snippets import Highlighter
 from tui_search.core.status import index_stats, index_status, index_vocabulary
+from tui_search.core.store import SchemaMismatch, Store
 from tui_search.core.textsafe import clean_query_text
 from tui_search.core.workspace import ReadResult, Workspace
 
@@ -69,6 +71,21 @@ def _loading(make: Callable[[], T]) -> Callable[[], T]:
     return done.result
 
 
+def _holds_rerank_vectors(index_dir: Path) -> bool:
+    """Whether the index in ``index_dir`` holds re-ranker vectors (read-only, ~1 ms)."""
+    manifest = index_dir / MANIFEST
+    if not manifest.is_file():
+        return False
+    try:
+        store = Store(manifest, readonly=True)
+    except (sqlite3.Error, SchemaMismatch):
+        return False
+    try:
+        return store.has_rerank_vectors()
+    finally:
+        store.close()
+
+
 class SearchEngine:
     """Open a workspace's index, keep it in sync, and search it."""
 
@@ -90,7 +107,13 @@ class SearchEngine:
         self.params = settings.ranking
         reranks = self.params.rerank_depth > 0 and self.params.rerank_weight > 0
         encoder: Callable[[], SentenceEncoder] = SentenceEncoder
-        if reranks and search_mode in MODES and MODES[as_mode(search_mode)].rerank:
+        if (
+            reranks
+            and search_mode in MODES
+            and MODES[as_mode(search_mode)].rerank
+            and _holds_rerank_vectors(settings.resolved_index_dir)
+        ):
+            # (an index without vectors: its heads keep the static order, no encoder is read)
             encoder = _loading(SentenceEncoder)
         self._vocabulary: tuple[tuple[Any, ...], Vocabulary] | None = None
         index_dir = settings.resolved_index_dir
