@@ -71,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_index.add_argument(
         "--rerank",
         action="store_true",
-        help="also make every re-ranker vector now and wait (~100 sections/s; otherwise a "
+        help="also make every re-ranker vector now and wait (~90 sections/s; otherwise a "
         "background process makes them after the index is written)",
     )
 

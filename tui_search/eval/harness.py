@@ -32,6 +32,7 @@ from tui_search.config import Settings, user_cache_dir
 from tui_search.core.errors import DatasetError, IndexBusyError
 from tui_search.core.index import WriterLock
 from tui_search.core.plan import MODES, as_mode, plan_plain
+from tui_search.core.ranking.policy import MODES as POLICIES
 from tui_search.core.results import Progress
 from tui_search.eval.metrics import hit_at_k, mrr_at_k, ndcg_at_k, percentile, recall_at_k
 
@@ -540,8 +541,6 @@ def run_evaluation(
         engine.sync(emit)
         # the settled ranking: every re-ranker vector made before the first question
         fill = None
-        from tui_search.core.ranking.policy import MODES as POLICIES
-
         reranks = any(POLICIES[as_mode(m)].rerank for m in modes)
         if getattr(engine, "reranker", None) is not None and reranks:
             emit(Progress("rerank", 0, 0, "making the re-ranker's vectors"))
