@@ -13,7 +13,12 @@ as the product runs it. One table per lever:
 - fewer tokens or layers: the cost of cutting passages to fewer tokens or running fewer layers
   (their quality: ``research/encoder_variants.py``);
 - worker processes: the whole fill of the sample, one process against two, CPU and wall of the
-  process tree (each worker loads the encoder).
+  process tree (each worker loads the encoder);
+- runtime: the numpy encoder against onnxruntime graphs (``onnx_encoder``): float32 products,
+  int8 products with one activation scale per token or per batch, int8 only in the feed-forward
+  or only in the attention projections, attention and GELU fused or written out; each arm's
+  cosine to the numpy encoder's vectors (mean and worst), and the encoder's load (CPU, import
+  of onnxruntime and the graph's build included) in a fresh process.
 
     .venv/bin/python benchmarks/bench_encoder.py --compare /work/main \
         [--workspace DIR] [--sections 300] [--rounds 3]
@@ -28,6 +33,7 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
+import functools  # noqa: E402
 import importlib.util  # noqa: E402
 import json  # noqa: E402
 import statistics  # noqa: E402
@@ -196,13 +202,84 @@ def process_table(texts: list[str], rounds: int) -> None:
         print(f"| {name} | {wall:.1f} s | {cpu:.1f} s | {cpu * 1000 / len(texts):.1f} ms |")
 
 
+#: onnxruntime arms: (label, OnnxSentenceEncoder's keyword arguments)
+RUNTIME_ARMS: list[tuple[str, dict[str, Any]]] = [
+    ("onnxruntime, float32 products", {"activations": "float"}),
+    ("onnxruntime, int8 products, a scale per token", {"activations": "row"}),
+    ("the same, attention and GELU written out", {"activations": "row", "fused": False}),
+    ("onnxruntime, int8 products, a scale per batch", {"activations": "tensor"}),
+    ("onnxruntime, int8 feed-forward only", {"activations": "row", "int8": ("up", "down")}),
+    (
+        "onnxruntime, int8 attention projections only",
+        {"activations": "row", "int8": ("qkv", "out")},
+    ),
+]
+
+LOAD_CHILD = """
+import json, sys, time
+c0 = time.process_time()
+from tui_search.core.ranking import onnx_encoder, rerank
+kw = json.loads(sys.argv[1])
+enc = rerank.SentenceEncoder()
+layers = None if kw is None else onnx_encoder.OnnxLayers(rerank.DEFAULT_RERANKER_DIR, **kw)
+enc.encode_many(["warm"], layers)
+print(json.dumps({"cpu": time.process_time() - c0}))
+"""
+
+
+def load_cpu(kwargs: dict[str, Any] | None) -> float:
+    """CPU seconds a fresh process takes to import and load the encoder and encode one text
+    (``kwargs``: the onnxruntime layers', None for the numpy layers)."""
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    out = subprocess.run(
+        [sys.executable, "-c", LOAD_CHILD, json.dumps(kwargs)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return float(json.loads(out)["cpu"])
+
+
+def runtime_table(
+    ref: Any, where: Path, new: rerank.SentenceEncoder, texts: list[str], rounds: int
+) -> None:
+    """The reference's numpy encoder against the onnxruntime arms: CPU per section,
+    alternating rounds; cosines to this checkout's numpy vectors; load CPU in a fresh process."""
+    from tui_search.core.ranking import onnx_encoder
+
+    layers = {
+        label: onnx_encoder.OnnxLayers(rerank.DEFAULT_RERANKER_DIR, **kw)
+        for label, kw in RUNTIME_ARMS
+    }
+    encoders = {
+        label: functools.partial(new.encode_many, layers=stack) for label, stack in layers.items()
+    }
+    numpy_vectors = new.encode_many(texts)
+    print("\nruntime: cosine of each arm's vectors to the numpy encoder's (all sections)\n")
+    print("| arm | mean | worst | load: CPU of a fresh process (import, build, one text) |")
+    print("| --- | --- | --- | --- |")
+    print(f"| numpy (the shipped encoder) | 1 | 1 | {load_cpu(None):.2f} s |")
+    for (label, kw), enc in zip(RUNTIME_ARMS, encoders.values(), strict=True):
+        cos = (enc(texts) * numpy_vectors).sum(1)
+        load = load_cpu(kw)
+        print(f"| {label} | {cos.mean():.5f} | {cos.min():.5f} | {load:.2f} s |")
+    arms: dict[str, Callable[[list[str]], Any]] = {
+        f"reference ({where}), numpy, packed batches": ref.encode_many
+    }
+    arms.update(encoders)
+    rounds_table("runtime (CPU per section, one thread)", arms, texts, rounds)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--compare", type=Path, required=True, help="the reference checkout")
     ap.add_argument("--workspace", type=Path)
     ap.add_argument("--sections", type=int, default=300)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--skip", default="", help="tables to leave out: pack,cut,processes")
+    ap.add_argument(
+        "--skip", default="", help="tables to leave out: kernels,pack,cut,processes,runtime"
+    )
     args = ap.parse_args()
     workspace = args.workspace or unpack(VAULT, Path(tempfile.gettempdir()) / "bench-vault")
     texts = section_texts(workspace, args.sections)
@@ -218,17 +295,20 @@ def main() -> int:
         float(a @ b) for a, b in zip(new.encode_many(sample), map(ref.encode, sample), strict=True)
     )
     print(f"cosine of this checkout's vectors to the reference's (20 sections): min {worst:.7f}")
-    rounds_table(
-        "kernels (CPU per section, one BLAS thread)",
-        {
-            f"reference ({args.compare}), one text at a time": one_by_one(ref),
-            "this checkout, one text at a time": one_by_one(new),
-            f"this checkout, packed batches of {rerank.PACK_TOKENS} tokens": new.encode_many,
-        },
-        texts,
-        args.rounds,
-    )
     skip = set(args.skip.split(","))
+    if "runtime" not in skip:
+        runtime_table(ref, args.compare, new, texts, args.rounds)
+    if "kernels" not in skip:
+        rounds_table(
+            "kernels (CPU per section, one BLAS thread)",
+            {
+                f"reference ({args.compare}), one text at a time": one_by_one(ref),
+                "this checkout, one text at a time": one_by_one(new),
+                f"this checkout, packed batches of {rerank.PACK_TOKENS} tokens": new.encode_many,
+            },
+            texts,
+            args.rounds,
+        )
     if "pack" not in skip:
         rounds_table(
             "batch size (packed tokens per batch)",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import shutil
 import threading
@@ -19,6 +20,11 @@ from tui_search.core.records import ChunkRecord, vector_key
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_WORKSPACE = ROOT / "sample_workspace"
+
+# no background fill of re-ranker vectors, in this process and every process a test starts
+# (module-scoped servers too, which start before the fixtures below): a test's orderings do not
+# change while it runs (the fill's own tests switch it on)
+os.environ["TUI_SEARCH_RERANK_FILL"] = "0"
 
 
 def write_files(root: Path, files: dict[str, str]) -> Path:
@@ -61,13 +67,16 @@ def _isolate_user_dirs(
     monkeypatch.setenv("TUI_SEARCH_CACHE_DIR", str(base / "cache"))
     monkeypatch.setenv("TUI_SEARCH_CONFIG_DIR", str(base / "config"))
     monkeypatch.setenv("TUI_SEARCH_DATA_DIR", str(base / "data"))
-    for var in list(__import__("os").environ):
+    for var in list(os.environ):
         if var.startswith("TUI_SEARCH_") and var not in (
             "TUI_SEARCH_CACHE_DIR",
             "TUI_SEARCH_CONFIG_DIR",
             "TUI_SEARCH_DATA_DIR",
         ):
             monkeypatch.delenv(var, raising=False)
+    # no background fill of re-ranker vectors: a test's orderings do not change while it runs
+    # (the fill's own tests switch it on)
+    monkeypatch.setenv("TUI_SEARCH_RERANK_FILL", "0")
 
 
 class FakeEmbedder:

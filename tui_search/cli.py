@@ -71,8 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
     p_index.add_argument(
         "--rerank",
         action="store_true",
-        help="also make every re-ranker vector now (~35 sections/s; otherwise each search "
-        "makes the ones its head needs, and the app makes them in the background)",
+        help="also make every re-ranker vector now and wait (~90 sections/s; otherwise a "
+        "background process makes them after the index is written)",
     )
 
     p_search = sub.add_parser("search", help="search the workspace")
@@ -195,6 +195,8 @@ def cmd_index(args: argparse.Namespace) -> int:
             if args.rerank
             else None
         )
+        if rerank is None:
+            engine.start_rerank_fill()  # the background fill; nothing waits for it
         if args.json:
             out = report.to_json()
             if rerank is not None:
@@ -240,19 +242,16 @@ def _sync_waiting(engine: SearchEngine, progress: ProgressPrinter, rebuild: bool
 
 
 def _fill_rerank(engine: SearchEngine, progress: ProgressPrinter) -> dict[str, Any]:
-    """Make every missing re-ranker vector now (``index --rerank``)."""
+    """Make every missing re-ranker vector now and wait (``index --rerank``)."""
     from tui_search.core.results import Progress
 
-    started = time.perf_counter()
-    ready, total = engine.rerank_progress() or (0, 0)
-    made = 0
-    while n := engine.fill_rerank_vectors(batch=32, pause_after_search=0.0):
-        made += n
-        progress(Progress("rerank", min(ready + made, total), total))
-    progress(Progress("done", total, total))
-    ready, total = engine.rerank_progress() or (0, 0)
-    took = time.perf_counter() - started
-    return {"made": made, "ready": ready, "sections": total, "took_s": round(took, 2)}
+    def show() -> None:
+        ready, total = engine.rerank_progress() or (0, 0)
+        progress(Progress("rerank", ready, total))
+
+    report = engine.make_rerank_vectors(show if progress.enabled else lambda: None)
+    progress(Progress("done", report["sections"], report["sections"]))
+    return report
 
 
 #: SGR codes of a rendered snippet's runs on a terminal (matches: bold yellow).

@@ -49,7 +49,9 @@ def _settings(tmp_path: Path) -> Settings:
 def test_a_hybrid_search_engine_loads_the_encoder_as_it_opens(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    SearchEngine(_settings(tmp_path)).close()  # the index, built without the recorder
+    with SearchEngine(_settings(tmp_path)) as built:  # the index, built without the recorder
+        built.sync()
+        built.make_rerank_vectors()  # (in a process of its own)
     loads = _recording(monkeypatch)
     engine = SearchEngine(_settings(tmp_path), search_mode="hybrid")
     _wait_for(loads)
@@ -61,6 +63,20 @@ def test_a_hybrid_search_engine_loads_the_encoder_as_it_opens(
     engine.close()
 
 
+def test_an_engine_on_an_index_without_vectors_loads_no_encoder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fresh index's first question keeps the static order: its process reads no encoder."""
+    SearchEngine(_settings(tmp_path)).close()
+    loads = _recording(monkeypatch)
+    engine = SearchEngine(_settings(tmp_path), search_mode="hybrid")
+    engine.sync()
+    results = engine.search(QUESTION)
+    assert not results.reranked and results.rerank_pending > 0
+    assert loads == []
+    engine.close()
+
+
 @pytest.mark.parametrize("mode", ["keyword", "semantic", None])
 def test_other_engines_load_it_only_when_a_search_needs_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str | None
@@ -68,6 +84,7 @@ def test_other_engines_load_it_only_when_a_search_needs_it(
     loads = _recording(monkeypatch)
     engine = SearchEngine(_settings(tmp_path), search_mode=mode)
     engine.sync()
+    engine.make_rerank_vectors()  # (in a process of its own)
     engine.search(QUESTION, mode=mode or "keyword")
     assert loads == []
     if mode is None:  # a hybrid search loads it where it runs
@@ -79,6 +96,9 @@ def test_other_engines_load_it_only_when_a_search_needs_it(
 def test_an_encoder_that_fails_to_load_early_leaves_the_static_order_and_says_so(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    with SearchEngine(_settings(tmp_path)) as built:
+        built.sync()
+        built.make_rerank_vectors()  # (the fill's encoder is its own process's)
     loads = _recording(monkeypatch, fail=True)
     engine = SearchEngine(_settings(tmp_path), search_mode="hybrid")
     engine.sync()
@@ -105,7 +125,7 @@ def test_a_repeat_search_loads_neither_whole_tokenizer(tmp_path: Path) -> None:
     per-user cache."""
     with SearchEngine(_settings(tmp_path)) as first:
         first.sync()
-        first.search(QUESTION)  # the head's vectors are made and stored
+        first.make_rerank_vectors()
     with SearchEngine(_settings(tmp_path), search_mode="hybrid") as engine:
         engine.sync()
         results = engine.search(QUESTION)
@@ -123,6 +143,7 @@ def test_a_process_that_searches_on_loads_the_whole_tokenizers_as_it_warms_up(
     """The app and the agent server warm up: they never make a partial tokenizer per word."""
     with SearchEngine(_settings(tmp_path)) as engine:
         engine.sync()
+        engine.make_rerank_vectors()
         engine.warm_up()
         assert engine.reranker is not None
         assert engine.reranker.encoder._tok._full is not None

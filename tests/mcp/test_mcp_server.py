@@ -116,6 +116,7 @@ class Harness:
 @pytest.fixture(scope="module")
 def h(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Harness]:
     harness = Harness(tmp_path_factory.mktemp("mcp"), watch=True)
+    harness.engine.make_rerank_vectors()  # the settled ranking (the fill in the foreground)
     yield harness
     harness.close()
 
@@ -182,6 +183,7 @@ def test_search_ranks_like_the_cli(h: Harness, args: dict[str, Any], cli_extra: 
     )
     assert data["paging"]["total"] == cli["total_results"]
     assert data["hits"], "the query should find something"
+    assert data["reranked"] == cli["reranked"] == ("--mode" not in cli_extra)
 
 
 def test_detail_levels_and_compact_markdown(h: Harness) -> None:

@@ -82,9 +82,7 @@ def app_factory(tmp_path: Path, fake_embedder: Any) -> AppFactory:
             index_dir=tmp_path / "index",
             keymap=kwargs.pop("keymap", ()),
         )
-        kwargs.setdefault(
-            "engine_factory", lambda s: SearchEngine(s, embedder=fake_embedder, rerank_waits=False)
-        )
+        kwargs.setdefault("engine_factory", lambda s: SearchEngine(s, embedder=fake_embedder))
         kwargs.setdefault("watch", False)
         kwargs.setdefault("rerank_fill", False)
         kwargs.setdefault("show_timing", False)

@@ -247,7 +247,7 @@ async def test_background_indexing_keeps_the_ui_live(
 
     app = app_factory(
         workspace,
-        engine_factory=lambda s: SearchEngine(s, embedder=GatedEmbedder(), rerank_waits=False),
+        engine_factory=lambda s: SearchEngine(s, embedder=GatedEmbedder()),
     )
     async with app.run_test(size=(120, 40)) as pilot:
         for _ in range(1200):
@@ -298,9 +298,7 @@ async def test_no_match_shows_the_closest_apart(workspace: Path, app_factory: Ap
     from tui_search.core.embedding import Model2VecEmbedder
 
     embedder = Model2VecEmbedder()
-    app = app_factory(
-        workspace, engine_factory=lambda s: SearchEngine(s, embedder=embedder, rerank_waits=False)
-    )
+    app = app_factory(workspace, engine_factory=lambda s: SearchEngine(s, embedder=embedder))
     async with app.run_test(size=(120, 40)) as pilot:
         await ready(pilot)
         await search(pilot, "xyzzyqwerty")  # hybrid: its nearest neighbours are no match

@@ -1,5 +1,5 @@
-"""The app makes the re-ranker's vectors in the background, says how far it is, and its
-searches are re-ranked once their heads have them. Real encoder, real index."""
+"""The app starts the re-ranker's background fill, says how far it is, and its searches are
+re-ranked once their heads have their vectors. Real encoder, real fill process, real index."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ pytestmark = pytest.mark.anyio
 
 
 async def test_the_app_fills_the_rerankers_vectors_in_the_background(
-    workspace: Path, app_factory: AppFactory
+    workspace: Path, app_factory: AppFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("TUI_SEARCH_RERANK_FILL", "1")
     app = app_factory(workspace, rerank_fill=True)
     shown: list[str] = []
     async with app.run_test(size=(120, 40)) as pilot:
@@ -48,8 +49,8 @@ async def test_the_app_fills_the_rerankers_vectors_in_the_background(
 async def test_the_apps_first_search_orders_as_a_one_shot_search_does(
     workspace: Path, app_factory: AppFactory, tmp_path: Path
 ) -> None:
-    """On a fresh index, before any background fill, the app's search makes its head's
-    vectors and orders the results as the command line's engine does on an index of its own."""
+    """On a fresh index, before any background fill, the app's search keeps the static order,
+    as the command line's engine does on an index of its own: neither makes vectors."""
     from tui_search.config import Settings
     from tui_search.core.engine import SearchEngine
     from tui_search.ui.app import default_engine_factory
@@ -61,8 +62,9 @@ async def test_the_apps_first_search_orders_as_a_one_shot_search_does(
         await search(pilot, question)
         await settle(pilot)
         results = app.search_screen.last_results
-        assert results is not None and results.reranked
+        assert results is not None and not results.reranked and results.rerank_pending > 0
         in_app = [h.section_id for h in results.hits]
     one_shot = SearchEngine(Settings(workspace=workspace, index_dir=tmp_path / "cli-index"))
     one_shot.build()
-    assert in_app == [h.section_id for h in one_shot.search(question, limit=50).hits]
+    cli = one_shot.search(question, limit=50)
+    assert not cli.reranked and in_app == [h.section_id for h in cli.hits]

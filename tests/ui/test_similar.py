@@ -60,7 +60,7 @@ async def test_setting_turns_collapsing_off(tmp_path: Path, fake_embedder: objec
     settings = Settings(workspace=ws, index_dir=tmp_path / "index", collapse_duplicates=False)
     app = make_app(
         settings,
-        engine_factory=lambda s: SearchEngine(s, embedder=fake_embedder, rerank_waits=False),  # type: ignore[arg-type]
+        engine_factory=lambda s: SearchEngine(s, embedder=fake_embedder),  # type: ignore[arg-type]
         watch=False,
         rerank_fill=False,
         show_timing=False,

@@ -105,9 +105,7 @@ def build(tmp_path: Path, fake_embedder: Any) -> Any:
         settings = Settings(
             workspace=workspace, index_dir=tmp_path / "index", theme=kwargs.pop("theme", "tui-dark")
         )
-        kwargs.setdefault(
-            "engine_factory", lambda s: SearchEngine(s, embedder=fake_embedder, rerank_waits=False)
-        )
+        kwargs.setdefault("engine_factory", lambda s: SearchEngine(s, embedder=fake_embedder))
         kwargs.setdefault("rerank_fill", False)  # (a background fill would change the status)
         app = make_app(settings, watch=False, show_timing=False, cursor_blink=False, **kwargs)
         app.search_screen.search_debounce = 0.05
@@ -226,7 +224,7 @@ def test_first_start_while_indexing(
     TYPED = [["b"], ["ba"], ["bac"], ["back"]]
     app = build(
         workspace,
-        engine_factory=lambda s: SearchEngine(s, embedder=GatedEmbedder(), rerank_waits=False),
+        engine_factory=lambda s: SearchEngine(s, embedder=GatedEmbedder()),
     )
     app.exit_grace = 0.1  # the gated indexing thread is released after the screenshot
 
@@ -305,9 +303,7 @@ def test_first_index_progress(
     # the first batch (architecture/storage.md, guides/backups.md) goes through
     embedder = gated_embedder(lambda texts: all("Storage" in t or "Backups" in t for t in texts))
     gate = gated_embedder.gate
-    app = build(
-        workspace, engine_factory=lambda s: SearchEngine(s, embedder=embedder, rerank_waits=False)
-    )
+    app = build(workspace, engine_factory=lambda s: SearchEngine(s, embedder=embedder))
     app.exit_grace = 0.1
 
     async def run_before(pilot: Pilot[Any]) -> None:

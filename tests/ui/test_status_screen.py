@@ -57,9 +57,7 @@ async def test_first_index_shows_progress_and_search_works_meanwhile(
     # the first batch (n00, n01) and the query go through; then indexing waits
     embedder = gated_embedder(lambda texts: all("zebra0" in t or "zebra1" in t for t in texts))
     gate = gated_embedder.gate
-    app = app_factory(
-        ws, engine_factory=lambda s: SearchEngine(s, embedder=embedder, rerank_waits=False)
-    )
+    app = app_factory(ws, engine_factory=lambda s: SearchEngine(s, embedder=embedder))
     try:
         async with app.run_test(size=(120, 40)) as pilot:
             screen = app.search_screen

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import contextlib
+import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from tui_search.core import paging
 from tui_search.core.embedding import Embedder, Model2VecEmbedder, TokenEmbedder
 from tui_search.core.errors import IndexBusyError, ModelError, QueryError
-from tui_search.core.index import SearchIndex, foreground
+from tui_search.core.index import LOCK_FILE, MANIFEST, SearchIndex, foreground
 from tui_search.core.indexer import Indexer
 from tui_search.core.options import CoreSettings
 from tui_search.core.plan import Mode, QueryPlan, as_mode
@@ -34,10 +36,13 @@ from tui_search.core.results import (
 )
 from tui_search.core.snippets import Highlighter
 from tui_search.core.status import index_stats, index_status, index_vocabulary
+from tui_search.core.store import SchemaMismatch, Store
 from tui_search.core.textsafe import clean_query_text
 from tui_search.core.workspace import ReadResult, Workspace
 
 if TYPE_CHECKING:
+    import subprocess
+
     from tui_search.core.graph import LinkGraph
     from tui_search.core.reading import Reading
 
@@ -66,6 +71,21 @@ def _loading(make: Callable[[], T]) -> Callable[[], T]:
     return done.result
 
 
+def _holds_rerank_vectors(index_dir: Path) -> bool:
+    """Whether the index in ``index_dir`` holds re-ranker vectors (read-only, ~1 ms)."""
+    manifest = index_dir / MANIFEST
+    if not manifest.is_file():
+        return False
+    try:
+        store = Store(manifest, readonly=True)
+    except (sqlite3.Error, SchemaMismatch):
+        return False
+    try:
+        return store.has_rerank_vectors()
+    finally:
+        store.close()
+
+
 class SearchEngine:
     """Open a workspace's index, keep it in sync, and search it."""
 
@@ -74,25 +94,26 @@ class SearchEngine:
         settings: CoreSettings,
         *,
         embedder: Embedder | None = None,
-        rerank_waits: bool = True,
-        rerank_latest_only: bool = False,
         search_mode: str | None = None,
     ) -> None:
-        """``rerank_waits``: a search whose head lacks some of the re-ranker's vectors makes
-        them (up to ~0.6 s of CPU the first time a head's sections are seen), so the app, a
-        one-shot command and an agent order a question alike whatever vectors exist; ``False``
-        keeps the static order until :meth:`fill_rerank_vectors` has made them.
-        ``rerank_latest_only``: a search a newer one has replaced stops making them (the app,
-        which shows only its latest search). ``search_mode``: the mode of the one search the
-        engine is opened for (a one-shot command); when that mode re-ranks, the re-ranker's
-        encoder starts loading on a thread of its own at once, so its weights load while the
-        model and the index open and the arms search, not after them."""
+        """``search_mode``: the mode of the one search the engine is opened for (a one-shot
+        command); when that mode re-ranks, the re-ranker's encoder starts loading on a thread
+        of its own at once, so its weights load while the model and the index open and the
+        arms search, not after them. A search whose head lacks some of the re-ranker's
+        vectors keeps the static order and starts the background fill
+        (:meth:`start_rerank_fill`)."""
         self.settings = settings
         #: the ranking's knobs (``docs/ranking.md``); a search may pass others
         self.params = settings.ranking
         reranks = self.params.rerank_depth > 0 and self.params.rerank_weight > 0
         encoder: Callable[[], SentenceEncoder] = SentenceEncoder
-        if reranks and search_mode in MODES and MODES[as_mode(search_mode)].rerank:
+        if (
+            reranks
+            and search_mode in MODES
+            and MODES[as_mode(search_mode)].rerank
+            and _holds_rerank_vectors(settings.resolved_index_dir)
+        ):
+            # (an index without vectors: its heads keep the static order, no encoder is read)
             encoder = _loading(SentenceEncoder)
         self._vocabulary: tuple[tuple[Any, ...], Vocabulary] | None = None
         index_dir = settings.resolved_index_dir
@@ -113,12 +134,10 @@ class SearchEngine:
         self.reranker: Reranker | None = None
         if reranks:
             self.reranker = Reranker(
-                self.index.store,
-                self.params,
-                on_demand=rerank_waits,
-                latest_only=rerank_latest_only,
-                encoder=encoder,
+                self.index.store, self.params, encoder=encoder, on_missing=self._rerank_owed
             )
+        #: time.monotonic() when a search last asked for the background fill
+        self._fill_asked = float("-inf")
         self.retriever = Retriever(self.index, self.embedder, reranker=self.reranker)
 
     # -- index lifecycle ----------------------------------------------------------------
@@ -202,21 +221,41 @@ class SearchEngine:
             self.reranker.close()
         self.index.close()
 
-    def fill_rerank_vectors(
-        self,
-        *,
-        batch: int = 16,
-        should_stop: Callable[[], bool] = lambda: False,
-        pause_after_search: float = 1.0,
-    ) -> int:
-        """Make up to ``batch`` of the re-ranker's missing section vectors (a background
-        worker's job: ~28 ms of CPU each); how many were made, 0 when none is missing or the
-        re-ranker is off."""
+    def start_rerank_fill(self) -> subprocess.Popen[bytes] | None:
+        """Start the background process that makes the re-ranker's missing section vectors
+        (``core.rerank_fill``) unless one runs for this index, the index is read-only or the
+        re-ranker is off; the process, if one was started. Nothing waits for it."""
+        if self.reranker is None or self.index.store.readonly or not self.reranker.owed():
+            return None
+        from tui_search.core import rerank_fill
+
+        return rerank_fill.start(*self._fill_paths())
+
+    def _rerank_owed(self) -> None:
+        """A search's head lacked vectors: start the fill (asked at most every 5 s)."""
+        now = time.monotonic()
+        if now - self._fill_asked >= 5.0:
+            self._fill_asked = now
+            self.start_rerank_fill()
+
+    def make_rerank_vectors(self, progress: Callable[[], None] = lambda: None) -> dict[str, Any]:
+        """Make every missing re-ranker vector now and wait (``index --rerank``, eval): the
+        fill process in the foreground (``rerank_fill.run``; ``progress`` is called while it
+        works). What it did: ``made``, ``runtime``, ``cpu_s``, ``took_s``, and ``ready`` and
+        ``sections`` (``rerank_progress`` after it)."""
+        from tui_search.core import rerank_fill
+
         if self.reranker is None:
-            return 0
-        return self.reranker.fill(
-            batch=batch, should_stop=should_stop, pause_after_search=pause_after_search
-        )
+            return {"made": 0, "ready": 0, "sections": 0, "took_s": 0.0}
+        report = rerank_fill.run(*self._fill_paths(), progress=progress)
+        self.reranker.forget()
+        report["ready"], report["sections"] = self.rerank_progress() or (0, 0)
+        return report
+
+    def _fill_paths(self) -> tuple[Path, Path, Path]:
+        """(the index folder, its manifest, its writer lock) for ``rerank_fill``."""
+        folder = self.index.index_dir
+        return folder, folder / MANIFEST, folder / LOCK_FILE
 
     def rerank_progress(self) -> tuple[int, int] | None:
         """(section texts with a re-ranker vector, section texts); None when it is off."""

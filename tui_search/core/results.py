@@ -146,8 +146,8 @@ class SearchResults:
     duplicate_groups: tuple[tuple[int, ...], ...] = ()
     #: The head was re-ordered by the re-ranker's sentence encoder (``core.rerank``).
     reranked: bool = False
-    #: Sections of the head still waiting for their re-ranker vector (the app's background
-    #: fill makes them; this search kept the static order).
+    #: Sections of the head still waiting for their re-ranker vector (the background fill
+    #: makes them; this search kept the static order).
     rerank_pending: int = 0
     #: Nothing matches the query: its closest few results (best first), shown under "no
     #: match" and not counted in ``total_results``.
@@ -180,6 +180,8 @@ class SearchResults:
             out["results"] = [h.to_json() for h in self.hits]
         out["continuation"] = {"has_more": self.has_more, "next_token": self.next_token}
         out["reranked"] = self.reranked
+        if self.rerank_pending:
+            out["rerank_pending"] = self.rerank_pending
         if self.closest:
             out["closest"] = [h.to_json() for h in self.closest]
         if self.warnings:

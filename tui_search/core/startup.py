@@ -24,8 +24,10 @@ is used as it is. Lexical, BM25 and vector modules import this module before tho
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import importlib
 import inspect
+import os
 import sys
 import types
 from collections.abc import Callable, Iterator
@@ -81,6 +83,22 @@ def deferred_imports(modules: dict[str, dict[str, Callable[..., Any] | None]]) -
                 del sys.modules[name]
 
 
+def _shared_cxx_runtime() -> None:
+    """Load the shared C++ runtime (libstdc++) with its symbols global, before usearch.
+
+    usearch's extension links its C++ runtime statically. Imported first, it leaves the
+    process in a state where onnxruntime's extension (linked to the shared runtime, imported
+    later by the re-ranker's int8 layers, ``core.ranking.onnx_encoder``) crashes as it loads,
+    in libstdc++'s ``codecvt``; with the shared runtime loaded first and global, both load
+    (~1 MB, well under a millisecond). The fill process (``core.rerank_fill``) imports no
+    usearch; a process that has both (a test run, a benchmark) needs this. Nothing else needs
+    it, so a system without it goes on."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError):
+            ctypes.CDLL("libstdc++.so.6", mode=os.RTLD_GLOBAL)
+
+
+_shared_cxx_runtime()
 with deferred_imports(
     {
         "urllib.request": {"urlretrieve": None},

@@ -95,8 +95,8 @@ CREATE TABLE IF NOT EXISTS vector_log (seq INTEGER PRIMARY KEY AUTOINCREMENT, vk
 -- each document's mean chunk vector (unit length), rewritten in the transaction that writes
 -- its chunks' vectors (meta 'file_vectors' = 1 once an older index has been filled in)
 CREATE TABLE IF NOT EXISTS file_vectors (doc TEXT PRIMARY KEY, vector BLOB NOT NULL);
--- the re-ranker's sentence vectors (``core.rerank``), content-addressed like the tokens: filled
--- in the background or on demand, never by the indexer, so indexing pays nothing for them
+-- the re-ranker's sentence vectors (``core.rerank``), content-addressed like the tokens: made
+-- by the background fill (``core.rerank_fill``), never by the indexer or a search
 CREATE TABLE IF NOT EXISTS rerank_vectors (content_hash TEXT PRIMARY KEY, vector BLOB NOT NULL);
 -- counts every change to ``files`` (kept by the triggers): what caches of the file list
 -- compare (``files_stamp``), one row read instead of an aggregate over every file

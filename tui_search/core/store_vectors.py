@@ -219,6 +219,17 @@ class VectorTables:
         )
         return [(r[0], r[1], r[2], r[3]) for r in self._conn().execute(sql, (limit,))]
 
+    def any_text_without_rerank_vector(self) -> bool:
+        """Whether some chunk text has no re-ranker vector (stops at the first)."""
+        sql = (
+            "SELECT 1 FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM rerank_vectors r "
+            "WHERE r.content_hash = c.content_hash) LIMIT 1"
+        )
+        try:
+            return self._conn().execute(sql).fetchone() is not None
+        except sqlite3.OperationalError:  # a read-only index written before the table existed
+            return True
+
     def texts_by_hash(self, hashes: Iterable[str]) -> list[tuple[str, str, str, str]]:
         """(content hash, title, heading path JSON, content) of each hash a chunk still has."""
         sql = (

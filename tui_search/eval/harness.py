@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING, Any
 from tui_search.config import Settings, user_cache_dir
 from tui_search.core.errors import DatasetError, IndexBusyError
 from tui_search.core.index import WriterLock
-from tui_search.core.plan import MODES, plan_plain
+from tui_search.core.plan import MODES, as_mode, plan_plain
+from tui_search.core.ranking.policy import MODES as POLICIES
 from tui_search.core.results import Progress
 from tui_search.eval.metrics import hit_at_k, mrr_at_k, ndcg_at_k, percentile, recall_at_k
 
@@ -134,6 +135,9 @@ class EvalReport:
     index_dir: str
     modes: dict[str, ModeResult]
     warnings: tuple[str, ...] = ()
+    #: What making the re-ranker's missing vectors before the questions took (``made``,
+    #: ``runtime``, ``cpu_s``, ``took_s``); None when no mode re-ranks.
+    rerank_fill: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -146,6 +150,7 @@ class EvalReport:
             "model": self.model,
             "modes": {m: r.to_json() for m, r in self.modes.items()},
             "warnings": list(self.warnings),
+            **({"rerank_fill": self.rerank_fill} if self.rerank_fill is not None else {}),
         }
 
     def table(self) -> str:
@@ -534,6 +539,12 @@ def run_evaluation(
     engine = factory(run_settings)
     try:
         engine.sync(emit)
+        # the settled ranking: every re-ranker vector made before the first question
+        fill = None
+        reranks = any(POLICIES[as_mode(m)].rerank for m in modes)
+        if getattr(engine, "reranker", None) is not None and reranks:
+            emit(Progress("rerank", 0, 0, "making the re-ranker's vectors"))
+            fill = engine.make_rerank_vectors()
         files = engine.files()
         if kind == "beir":
             path_to_id = {p: id_map[p] for p in files if p in id_map}
@@ -636,6 +647,7 @@ def run_evaluation(
             index_dir=str(engine.index_dir),
             modes=results,
             warnings=tuple(warnings),
+            rerank_fill=fill,
         )
     finally:
         engine.close()

@@ -188,6 +188,7 @@ class LiveIndex:
             started = time.time()
             engine.indexer.sync(lock_timeout=0.5, tables=True)
             self._seen_until = started
+            engine.start_rerank_fill()  # the re-ranker's vectors, in a process of their own
 
     def _start_watcher(self, engine: SearchEngine, reconcile: bool) -> None:
         from tui_search.core.watcher import WorkspaceWatcher

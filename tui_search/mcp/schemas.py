@@ -74,6 +74,14 @@ class SearchReply(BaseModel):
     documents: list[DocumentResult] | None = None
     paging: Paging
     index: IndexState
+    reranked: bool = Field(
+        default=False, description="The best hits were re-read by the sentence encoder"
+    )
+    rerank_pending: int = Field(
+        default=0,
+        description="Best hits still waiting for their encoder vector (made in the "
+        "background; until then every surface keeps the order before re-reading)",
+    )
     warnings: list[str] = []
 
 

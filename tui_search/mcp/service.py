@@ -77,6 +77,8 @@ class AgentService(ReadService):
             documents=documents,
             paging=paging(results, args),
             index=index,
+            reranked=results.reranked,
+            rerank_pending=results.rerank_pending,
             warnings=self._warnings(results, index, args),
         )
 

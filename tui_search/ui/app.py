@@ -53,6 +53,8 @@ if TYPE_CHECKING:
 
 #: Seconds the app waits at exit for an indexing thread to stop at its next progress report.
 EXIT_GRACE = 3.0
+#: How often the app reads the re-ranker's fill's progress while it runs (seconds).
+RERANK_POLL = 2.0
 
 T = TypeVar("T")
 EngineFactory = Callable[[Settings], "SearchEngine"]
@@ -61,9 +63,9 @@ EngineFactory = Callable[[Settings], "SearchEngine"]
 def default_engine_factory(settings: Settings) -> SearchEngine:
     from tui_search.core.engine import SearchEngine
 
-    # a search makes its head's missing re-ranker vectors, as the command line and the agent
-    # server do, so all three order a question alike; the background fill makes them ahead
-    return SearchEngine(settings, rerank_latest_only=True)
+    # a search whose head lacks re-ranker vectors keeps the static order, as the command line
+    # and the agent server do, so all three order a question alike; a process makes them
+    return SearchEngine(settings)
 
 
 class IndexCancelled(Exception):
@@ -109,7 +111,7 @@ class TuiSearchApp(App[int]):
         self.settings = settings
         self.engine_factory = engine_factory or default_engine_factory
         self.watch_enabled = watch
-        #: make the re-ranker's section vectors in a background thread once the index is ready
+        #: start the re-ranker's background fill once the index is ready, and show its progress
         self.rerank_fill = rerank_fill
         self._rerank_wake = threading.Event()  # the index changed: look for missing vectors
         self.show_timing = show_timing
@@ -338,21 +340,20 @@ class TuiSearchApp(App[int]):
         ).start()
 
     def _rerank_fill(self, engine: SearchEngine) -> None:
-        """Background thread: make every missing re-ranker vector (~28 ms of CPU each, stepping
-        aside while the user searches), then wait until the index changes. A search whose head
-        still lacks some makes them itself, so the fill saves searches that wait."""
+        """Background thread: start the process that makes the re-ranker's missing vectors
+        (``core.rerank_fill``; the app's memory and its typing path do not pay for it) and show
+        its progress every ``RERANK_POLL`` s until it is done, then wait until the index
+        changes."""
         stop = self._cancel_index.is_set
         try:
             while not stop():
                 done, total = engine.rerank_progress() or (0, 0)
                 self.post_message(RerankProgress(done, total))
-                while not stop():
-                    made = engine.fill_rerank_vectors(batch=16, should_stop=stop)
-                    if made == 0:
-                        break
-                    done = min(done + made, total)
-                    self.post_message(RerankProgress(done, total))
-                self._rerank_wake.wait(30.0)
+                if done < total:
+                    engine.start_rerank_fill()  # (unless one runs)
+                    self._rerank_wake.wait(RERANK_POLL)
+                else:
+                    self._rerank_wake.wait(30.0)
                 self._rerank_wake.clear()
         except Exception as exc:  # noqa: BLE001 - the static ranking stays; say why
             self.post_message(WatcherState(f"error: re-ranker: {type(exc).__name__}: {exc}"))

@@ -1,18 +1,20 @@
-"""The re-ranker (``core.rerank``): the shipped encoder, the mixing, vectors made on demand or
-in the background, and only changed sections encoded again. Real model2vec, real encoder."""
+"""The re-ranker (``core.rerank``): the shipped encoder, the mixing, the rule (a head is re-read
+only when all its sections have their vector), and only changed sections encoded again. Real
+model2vec, real encoder; vectors made by the fill's loop (``rerank_fill.fill``) in this process
+with the numpy layers (the fill process itself: tests/core/test_rerank_fill.py)."""
 
 from __future__ import annotations
 
 import json
 import math
 import sqlite3
-import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from tui_search.config import Settings
+from tui_search.core import rerank_fill
 from tui_search.core.chunking import section_of
 from tui_search.core.engine import SearchEngine
 from tui_search.core.errors import ModelError
@@ -73,15 +75,44 @@ def _workspace(root: Path) -> Path:
     return root
 
 
-def _engine(tmp_path: Path, name: str = "index", **kw: object) -> SearchEngine:
-    waits = bool(kw.pop("rerank_waits", True))
-    latest_only = bool(kw.pop("rerank_latest_only", False))
+def _engine(
+    tmp_path: Path, name: str = "index", *, filled: bool = True, **kw: object
+) -> SearchEngine:
+    """An engine on the test workspace, built; ``filled``: with every re-ranker vector."""
     settings = Settings(workspace=_workspace(tmp_path / "ws"), index_dir=tmp_path / name).replace(
         **kw
     )
-    engine = SearchEngine(settings, rerank_waits=waits, rerank_latest_only=latest_only)
+    engine = SearchEngine(settings)
     engine.build()
+    if filled:
+        _fill(engine)
     return engine
+
+
+_NUMPY: list[SentenceEncoder] = []
+
+
+def _fill(engine: SearchEngine, limit: int | None = None) -> int:
+    """Make the index's missing vectors (the first ``limit`` texts only, when given) with the
+    fill's loop and the numpy layers; how many were made."""
+    if not _NUMPY:
+        _NUMPY.append(SentenceEncoder())
+    encode = _NUMPY[0].encode_many
+    folder = engine.index.index_dir
+    if limit is not None:
+        rows = engine.index.store.texts_without_rerank_vector(limit)
+        texts = [rerank.passage_text(r[1], tuple(json.loads(r[2])), r[3]) for r in rows]
+        if engine.index.store.get_meta("rerank_recipe") != rerank.made_by(rerank.NUMPY_RUNTIME):
+            engine.index.store.clear_rerank_vectors(rerank.made_by(rerank.NUMPY_RUNTIME))
+        engine.index.store.put_rerank_vectors(zip((r[0] for r in rows), encode(texts), strict=True))
+        made = len(rows)
+    else:
+        made = rerank_fill.fill(
+            folder / "manifest.sqlite", folder / "writer.lock", encode, rerank.NUMPY_RUNTIME
+        )
+    assert engine.reranker is not None
+    engine.reranker.forget()
+    return made
 
 
 def _order(engine: SearchEngine, query: str = QUESTION) -> list[str]:
@@ -153,42 +184,20 @@ def test_a_missing_encoder_is_a_model_error(tmp_path: Path) -> None:
         SentenceEncoder(tmp_path)
 
 
-def test_a_replaced_search_stops_making_vectors_and_the_latest_makes_them(
-    tmp_path: Path,
-) -> None:
-    """``latest_only`` (the app): a search a newer one has replaced keeps the static order
-    and leaves the vectors to the newer search, which orders as a one-shot search does."""
-    engine = _engine(tmp_path, rerank_latest_only=True)
-    reranker = engine.reranker
-    assert reranker is not None
-    keys = [r.key for r in engine.all_sections()][:4]
-    old = reranker.start(QUESTION)
-    # the user typed on: the next search starts on another worker thread
-    newer = threading.Thread(target=reranker.start, args=("a newer question",))
-    newer.start()
-    newer.join()
-    assert reranker.cosines(old, keys)[0] is None
-    assert engine.rerank_progress()[0] == 0
-    latest = engine.search(QUESTION, limit=10)
-    assert latest.reranked and latest.rerank_pending == 0
-    assert _order(engine) == _order(_engine(tmp_path, "one-shot"))
-
-
-def test_one_shot_search_makes_the_heads_vectors_and_reranks(tmp_path: Path) -> None:
+def test_a_filled_index_reranks(tmp_path: Path) -> None:
     engine = _engine(tmp_path)
-    assert engine.rerank_progress() == (0, engine.rerank_progress()[1])  # indexing made none
+    done, total = engine.rerank_progress()
+    assert 0 < done == total
     results = engine.search(QUESTION, limit=10, explain=True)
     assert results.reranked and results.rerank_pending == 0
-    assert results.to_json()["reranked"] is True
-    done, total = engine.rerank_progress()
-    assert 0 < done <= total
+    assert results.to_json()["reranked"] is True and "rerank_pending" not in results.to_json()
     top = results.hits[0].scores
     assert top["rerank_cosine"] is not None and top["before_rerank"] is not None
     assert all(0.0 <= h.relevance_score <= 1.0 for h in results.hits)
     scores = [h.relevance_score for h in results.hits]
     assert scores == sorted(scores, reverse=True)
     # against the static order: the paraphrase's section rises, the unrelated one falls
-    off = _engine(tmp_path, "off", rerank_depth=0)
+    off = _engine(tmp_path, "off", filled=False, rerank_depth=0)
     static = _ranked(off)
     off.close()
     now = _ranked(engine)
@@ -200,43 +209,49 @@ def test_one_shot_search_makes_the_heads_vectors_and_reranks(tmp_path: Path) -> 
     engine.close()
 
 
-def test_background_mode_keeps_the_static_order_until_filled(tmp_path: Path) -> None:
-    eager = _engine(tmp_path, "eager")
-    wanted = _order(eager)
-    eager.close()
-    engine = _engine(tmp_path, "background", rerank_waits=False)
+def test_a_head_lacking_vectors_keeps_the_static_order_until_filled(tmp_path: Path) -> None:
+    """The rule: no search makes a vector; a head with some missing keeps the static order
+    (and says how many are missing), a partly filled one too; once all are made the head is
+    re-read, in the order a fully filled index gives."""
+    wanted = _ranked(_engine(tmp_path, "filled"))
+    off = _engine(tmp_path, "off", filled=False, rerank_depth=0)
+    assert off.reranker is None
+    static = _ranked(off)
+    off.close()
+    assert static != wanted
+    engine = _engine(tmp_path, "fresh", filled=False)
     first = engine.search(QUESTION, limit=10)
     assert not first.reranked and first.rerank_pending > 0
-    off = _engine(tmp_path, "off", rerank_depth=0)
-    assert off.reranker is None
-    assert [h.section_id for h in first.hits] == _order(off)  # the static order
-    off.close()
-    made = []
-    while n := engine.fill_rerank_vectors(batch=4):
-        made.append(n)
-    done, total = engine.rerank_progress()
-    assert done == total == sum(made)
+    assert first.to_json()["rerank_pending"] == first.rerank_pending
+    assert _ranked(engine) == static
+    assert engine.rerank_progress()[0] == 0  # the search made none
+    _fill(engine, limit=3)
+    partly = engine.search(QUESTION, limit=10)
+    assert not partly.reranked and 0 < partly.rerank_pending < first.rerank_pending + 1
+    assert _ranked(engine) == static
+    _fill(engine)
     again = engine.search(QUESTION, limit=10)
     assert again.reranked and again.rerank_pending == 0
-    assert [h.section_id for h in again.hits] == wanted  # as a one-shot search orders it
+    assert _ranked(engine) == wanted
     engine.close()
 
 
-def test_the_head_a_search_missed_is_filled_first(tmp_path: Path) -> None:
-    engine = _engine(tmp_path, rerank_waits=False)
+def test_a_search_that_finds_vectors_missing_starts_the_fill_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The engine asks for the background fill when a head lacks vectors, at most every few
+    seconds (the fill's lock keeps it to one process; tests/core/test_rerank_fill.py)."""
+    engine = _engine(tmp_path, filled=False)
+    asked: list[object] = []
+    monkeypatch.setattr(engine, "start_rerank_fill", lambda: asked.append(1))
     assert engine.search(QUESTION, limit=10).rerank_pending > 0
-    assert engine.reranker is not None
-    engine.reranker.params = RankingParams(rerank_depth=2, rerank_weight=0.2)
-    assert engine.search(QUESTION, limit=10).rerank_pending == 2
-    assert engine.fill_rerank_vectors(batch=2) == 2
-    assert engine.search(QUESTION, limit=10).reranked  # those two were the search's head
+    assert engine.search("slow endpoints", limit=10).rerank_pending > 0
+    assert len(asked) == 1
     engine.close()
 
 
 def test_only_a_changed_section_is_encoded_again(tmp_path: Path) -> None:
-    engine = _engine(tmp_path, rerank_waits=False)
-    while engine.fill_rerank_vectors(batch=8):
-        pass
+    engine = _engine(tmp_path)
     done, total = engine.rerank_progress()
     assert done == total
     path = tmp_path / "ws" / "security.md"
@@ -248,9 +263,9 @@ def test_only_a_changed_section_is_encoded_again(tmp_path: Path) -> None:
     assert (done, total2) == (total - 1, total)
     store = engine.index.store
     rows = lambda: store.execute("SELECT count(*) FROM rerank_vectors").fetchone()[0]  # noqa: E731
-    assert engine.fill_rerank_vectors(batch=8) == 1
+    assert _fill(engine, limit=8) == 1
     assert rows() == total + 1  # the old text's vector is still there
-    assert engine.fill_rerank_vectors(batch=8) == 0
+    assert _fill(engine) == 0
     assert rows() == total  # and gone once every text has its vector
     engine.close()
 
@@ -268,7 +283,12 @@ class _KeywordEncoder:
 
 
 def test_mixing_moves_the_heads_order_and_keeps_it_above_the_rest(tmp_path: Path) -> None:
-    engine = _engine(tmp_path)
+    engine = _engine(tmp_path, filled=False)
+    folder = engine.index.index_dir
+    stand_in = _KeywordEncoder()
+    rerank_fill.fill(
+        folder / "manifest.sqlite", folder / "writer.lock", stand_in.encode_many, "a stand-in"
+    )
     store = engine.index.store
     keys = [r.key for r in engine.all_sections()]
     audit = next(k for k in keys if "audit-log" in k)
@@ -295,15 +315,22 @@ def test_an_index_without_the_vectors_table_reads_as_empty(tmp_path: Path) -> No
     assert Store(db, readonly=True).rerank_vectors(["x"]) == {}
 
 
-def test_vectors_of_another_recipe_are_dropped(tmp_path: Path) -> None:
+def test_vectors_of_another_recipe_are_not_read_and_the_fill_drops_them(tmp_path: Path) -> None:
     engine = _engine(tmp_path)
-    engine.search(QUESTION)
-    assert engine.rerank_progress()[0] > 0
+    assert engine.search(QUESTION).reranked
     engine.index.store.set_meta("rerank_recipe", "an older encoder")
+    engine.reranker.forget()  # type: ignore[union-attr]
+    assert not engine.search(QUESTION).reranked  # not read
+    assert engine.rerank_progress()[0] == 0
+    assert engine.index.store.has_rerank_vectors()  # (a search writes nothing)
+    made = _fill(engine)
+    assert made == engine.rerank_progress()[0] == engine.rerank_progress()[1]
+    assert engine.index.store.get_meta("rerank_recipe") == rerank.made_by(rerank.NUMPY_RUNTIME)
+    assert engine.search(QUESTION).reranked
+    # vectors of this encoder by another runtime are read, and a fill by this one drops them
+    assert rerank.readable(rerank.made_by("another runtime"))
+    assert rerank.readable(rerank.recipe()) and not rerank.readable(None)
     engine.close()
-    again = SearchEngine(engine.settings)
-    assert again.rerank_progress()[0] == 0
-    again.close()
 
 
 def test_the_explain_panel_says_what_the_reranker_did(tmp_path: Path) -> None:
@@ -319,24 +346,12 @@ def test_the_explain_panel_says_what_the_reranker_did(tmp_path: Path) -> None:
     text = explain_content(hit, why, 0).plain
     assert f"{before:.2f} → {hit.relevance_score:.2f}" in text
     assert f"cosine {cosine:.2f}" in text
-    static = _engine(tmp_path, "off", rerank_depth=0).search(QUESTION, limit=1, explain=True)
+    static = _engine(tmp_path, "off", filled=False, rerank_depth=0).search(
+        QUESTION, limit=1, explain=True
+    )
     plain = static.explanation(static.hits[0])
     assert plain is not None and plain.record.rerank_cosine is None
     assert "sentence encoder" not in explain_content(static.hits[0], plain, 0).plain
-    engine.close()
-
-
-def test_a_search_reranks_even_when_its_vectors_cannot_be_stored(tmp_path: Path) -> None:
-    engine = _engine(tmp_path)
-    store = engine.index.store
-
-    def refuse(items: object) -> None:
-        raise sqlite3.OperationalError("attempt to write a readonly database")
-
-    store.put_rerank_vectors = refuse  # type: ignore[method-assign]
-    results = engine.search(QUESTION, limit=5)
-    assert results.reranked
-    assert engine.rerank_progress()[0] == 0  # nothing was stored
     engine.close()
 
 
@@ -351,28 +366,26 @@ def test_a_broken_encoder_leaves_the_static_order_and_says_so(tmp_path: Path) ->
     results = engine.search(QUESTION, limit=10)
     assert not results.reranked
     assert any("re-ranker is unavailable" in w for w in results.warnings)
-    off = _engine(tmp_path, "off", rerank_depth=0)
+    off = _engine(tmp_path, "off", filled=False, rerank_depth=0)
     assert [h.section_id for h in results.hits] == _order(off)
     off.close()
     engine.close()
 
 
-def test_the_app_encodes_the_question_early_only_while_heads_have_their_vectors(
+def test_the_question_is_encoded_early_only_while_heads_have_their_vectors(
     tmp_path: Path,
 ) -> None:
     from concurrent.futures import Future
 
-    engine = _engine(tmp_path, rerank_waits=False)
+    engine = _engine(tmp_path, filled=False)
     rr = engine.reranker
     assert rr is not None
     assert isinstance(rr.start(QUESTION), str)  # no vector at all: nothing encoded
-    assert engine.fill_rerank_vectors(batch=1) == 1
-    rr._any_checked = float("-inf")  # (it asks the index again at most every 2 s)
+    assert _fill(engine, limit=1) == 1
     assert isinstance(rr.start(QUESTION), Future)  # vectors exist, nothing known yet
     assert not engine.search(QUESTION).reranked  # this head lacked some
     assert isinstance(rr.start(QUESTION), str)  # so the next question waits for its head
-    while engine.fill_rerank_vectors(batch=8):
-        pass
+    _fill(engine)
     assert engine.search(QUESTION).reranked  # encoded after the arms, the head being complete
     assert isinstance(rr.start(QUESTION), Future)  # and early again from now on
     engine.close()
@@ -386,7 +399,7 @@ def test_similar_and_like_are_reranked(tmp_path: Path) -> None:
     results = engine.search(query, limit=10, explain=True)
     assert results.mode == "semantic" and results.reranked
     assert results.hits[0].scores["rerank_cosine"] is not None
-    off = _engine(tmp_path, "off", rerank_depth=0)
+    off = _engine(tmp_path, "off", filled=False, rerank_depth=0)
     static = [section_of(s.key) for s in off.rank(query)[0]]
     off.close()
     now = [section_of(s.key) for s in engine.rank(query)[0]]

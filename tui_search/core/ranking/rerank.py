@@ -11,19 +11,24 @@ where ``cos'`` is the cosine min-max normalised over the head; ``depth`` and ``w
 ``RankingParams.rerank_depth`` and ``rerank_weight`` (docs/ranking.md#re-ranker).
 
 Costs, and where the vectors are made:
-- a section's vector takes ~28 ms of CPU (one core, packed batches; 128 tokens at most), so
-  vectors are never made by the indexer (it would take 5-10 times longer). They are
-  content-addressed (``rerank_vectors``, by the chunk's content hash) and made on demand by
-  the search whose head lacks them, on every surface alike (the CLI, eval, MCP and the app), so
-  all of them order a question the same whatever vectors exist; the app's
-  :meth:`Reranker.fill` makes them in the background ahead of its searches and picks up what
-  the watcher changed. A search that may not wait (``on_demand`` False) keeps the static order.
-- the question's vector (~5-10 ms) is encoded while the arms are searched
-  (:meth:`Reranker.start`).
+- a section's vector takes ~10 ms of CPU with onnxruntime's int8 layers (``onnx_encoder``;
+  ~26 ms with the numpy layers below; one core, packed batches, 128 tokens at most). The
+  vectors are content-addressed (``rerank_vectors``, by the chunk's content hash) and made
+  only by the background fill (``core.rerank_fill``: one detached process per index, on the
+  other core), never while someone waits.
+- the rule, the same on every surface (the app, the command line, the agent server, eval): a
+  head is re-read only when every one of its sections has its vector; otherwise it keeps the
+  static order and the outcome says how many are missing (``RerankOutcome``). So every
+  surface orders a question alike at any moment, and a fresh index's first question costs
+  what a repeat one does.
+- the question's vector (~5-10 ms) is encoded by the numpy layers while the arms are
+  searched (:meth:`Reranker.start`): a search process never imports onnxruntime.
 
-Numpy and ``tokenizers`` only (no torch): the forward pass is written out below; its vectors
-match sentence-transformers' to a cosine of 0.9993 on average (int8 weights; 1.000000 with the
-float weights, measured against sentence-transformers when the encoder was built).
+No torch: the forward pass is written out below in numpy; its vectors match
+sentence-transformers' to a cosine of 0.9993 on average (int8 weights; 1.000000 with the float
+weights, measured against sentence-transformers when the encoder was built). The int8 layers'
+vectors match the numpy layers' to a cosine of 0.998 on average, every judged set's hybrid
+nDCG@10 within 0.003 (docs/results.md).
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ import sqlite3
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,15 +53,17 @@ from tui_search.core.quick_tokenizer import QuickTokenizer
 from tui_search.core.ranking import encoder_weights
 from tui_search.core.ranking.fusion import document_of
 from tui_search.core.ranking.params import RankingParams
-from tui_search.core.records import VECTOR_DTYPE
 
 if TYPE_CHECKING:
     from tui_search.core.ranking.fusion import Scored
-    from tui_search.core.records import ChunkRecord
     from tui_search.core.store import Store
 
 DEFAULT_RERANKER_DIR = Path(__file__).resolve().parent.parent.parent / "models" / "reranker"
 
+
+#: What runs the encoder's layers over a packed batch: (embedded rows, each text's token
+#: count) -> the last layer's rows.
+Layers = Callable[[np.ndarray, Sequence[int]], np.ndarray]
 
 #: Tokens a batch of texts is packed to (its buffers, about 6 MB, stay in the caches).
 PACK_TOKENS = 256
@@ -155,9 +162,11 @@ class SentenceEncoder:
         """The unit vector of ``text`` (cut to ``max_length`` tokens)."""
         return self.encode_many([text])[0]
 
-    def encode_many(self, texts: Sequence[str]) -> np.ndarray:
+    def encode_many(self, texts: Sequence[str], layers: Layers | None = None) -> np.ndarray:
         """The unit vectors of ``texts`` (one row each, in order; each cut to ``max_length``
-        tokens). A text's vector does not depend on the texts encoded with it."""
+        tokens). A text's vector does not depend on the texts encoded with it. ``layers``:
+        what runs the six layers over a packed batch's embedded rows (``onnx_encoder``'s int8
+        layers), numpy's float32 by default."""
         ids = [np.asarray(self._tok.encode(t).ids, dtype=np.int64) for t in texts]
         out = np.empty((len(ids), self.dim), dtype=np.float32)
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
@@ -168,21 +177,30 @@ class SentenceEncoder:
                 tokens += len(ids[order[end]])
                 end += 1
             batch = order[start:end]
-            out[batch] = self._forward([ids[i] for i in batch])
+            out[batch] = self._forward([ids[i] for i in batch], layers or self._run_layers)
             start = end
         return out
 
-    def _forward(self, batch: list[np.ndarray]) -> np.ndarray:
+    def _forward(self, batch: list[np.ndarray], layers: Layers) -> np.ndarray:
         """Unit vectors of a batch of token id arrays sorted by length."""
         lengths = [len(ids) for ids in batch]
         every = np.concatenate(batch)
-        n, dim, h = len(every), self.dim, self.heads
-        d = dim // h
         x = self._words[every].astype(np.float32)
         x *= self._word_scale[every, None]
         x += self._positions[np.concatenate([np.arange(k) for k in lengths])]
         x += self._type0
         _layer_norm(x, *self._emb_norm, self.eps)
+        x = layers(x, lengths)
+        starts = np.cumsum([0, *lengths[:-1]])
+        pooled = np.add.reduceat(x, starts, axis=0) / np.asarray(lengths, np.float32)[:, None]
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return (pooled / np.maximum(norms, 1e-12)).astype(np.float32, copy=False)
+
+    def _run_layers(self, x: np.ndarray, lengths: Sequence[int]) -> np.ndarray:
+        """The six layers in numpy over a packed batch's embedded rows (``x``, texts of
+        ``lengths`` tokens end to end; the last layer's rows, ``x`` is overwritten)."""
+        n, dim, h = len(x), self.dim, self.heads
+        d = dim // h
         # (first row, texts, tokens each) of each run of texts of one length
         runs: list[tuple[int, int, int]] = []
         row = 0
@@ -227,10 +245,7 @@ class SentenceEncoder:
             y += L["down_b"]
             y += x
             x, y = _layer_norm(y, L["n2_w"], L["n2_b"], self.eps), x
-        starts = np.cumsum([0, *lengths[:-1]])
-        pooled = np.add.reduceat(x, starts, axis=0) / np.asarray(lengths, np.float32)[:, None]
-        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        return (pooled / np.maximum(norms, 1e-12)).astype(np.float32, copy=False)
+        return x
 
 
 #: How ``passage_text`` and the pooling make a vector (with the encoder's config, the recipe
@@ -239,8 +254,9 @@ PASSAGE_RECIPE = "title > heading path, text; mean pooled, unit length"
 
 
 def recipe(folder: Path = DEFAULT_RERANKER_DIR) -> str:
-    """What the stored vectors must have been made with (the encoder's config: its weights'
-    name and token limit, then ``PASSAGE_RECIPE``)."""
+    """What the stored vectors must have been made from (the encoder's config: its weights'
+    name and token limit, then ``PASSAGE_RECIPE``); the runtime that made them follows it in
+    the index (``made_by``), and a search reads vectors of this recipe by either runtime."""
     try:
         config = (folder / "config.json").read_text(encoding="utf-8")
     except OSError:
@@ -248,13 +264,25 @@ def recipe(folder: Path = DEFAULT_RERANKER_DIR) -> str:
     return f"all-MiniLM-L6-v2 int8 {' '.join(config.split())} {PASSAGE_RECIPE}"
 
 
-#: How many texts without a vector the background fill reads at once.
-FILL_READ_AHEAD = 256
-#: How many texts the background fill encodes together (one packed batch of a typical
-#: section's length: ~0.1 s) before it looks again whether a search wants the core.
-FILL_STEP = 4
+#: The runtimes that make the sections' vectors (``core.rerank_fill``): onnxruntime's int8
+#: layers, or numpy's float32 layers where onnxruntime cannot load.
+NUMPY_RUNTIME = "numpy float32 layers"
+
+
+def made_by(runtime: str, folder: Path = DEFAULT_RERANKER_DIR) -> str:
+    """The recipe an index's vectors are recorded with when ``runtime`` makes them (one
+    runtime's vectors at a time: a fill by another runtime drops them first)."""
+    return f"{recipe(folder)}; {runtime}"
+
+
+def readable(stored: str | None, folder: Path = DEFAULT_RERANKER_DIR) -> bool:
+    """Whether vectors recorded with ``stored`` are this encoder's (by either runtime)."""
+    base = recipe(folder)
+    return stored is not None and (stored == base or stored.startswith(base + "; "))
+
+
 #: ``like:DOC``'s question is read from the document's first this many chunks (its title and
-#: opening say what it is about; a long document's every section would cost ~27 ms each).
+#: opening say what it is about).
 LIKE_SECTIONS = 8
 
 
@@ -306,13 +334,13 @@ def withdraw_names(head: list[Scored], cosines: np.ndarray, share: float) -> Non
 
 
 class Reranker:
-    """Re-orders hybrid rankings' heads; makes and stores the vectors it needs.
+    """Re-orders hybrid rankings' heads whose sections all have their vector.
 
-    ``on_demand``: a search encodes the head's missing vectors itself, so that every
-    surface orders a question alike whatever vectors exist; otherwise it keeps the static order
-    and :meth:`fill` (a background worker) owes them. ``latest_only``: a search that a newer
-    one has replaced stops making vectors and keeps the static order (the app, which shows
-    only the latest search's results).
+    A search never makes a section's vector: a head that lacks some keeps the static order
+    (the outcome says how many are missing) and ``on_missing`` is called, which starts the
+    background fill (``core.rerank_fill``), so the app, the command line, the agent server
+    and eval order a question alike at any moment. Only the question is encoded here, by the
+    numpy layers.
     """
 
     def __init__(
@@ -320,36 +348,20 @@ class Reranker:
         store: Store,
         params: RankingParams,
         *,
-        on_demand: bool = True,
-        latest_only: bool = False,
         encoder: Callable[[], SentenceEncoder] = SentenceEncoder,
+        on_missing: Callable[[], None] = lambda: None,
     ) -> None:
         self.store = store
         self.params = params
-        made_by = recipe()
-        if not store.readonly and store.get_meta("rerank_recipe") != made_by:
-            store.clear_rerank_vectors(made_by)
-        self.on_demand = on_demand
-        self.latest_only = latest_only
-        #: searches started (``latest_only``: a search whose number is no longer the latest
-        #: stops making vectors)
-        self._started = 0
-        #: the number of the search this thread started last
-        self._mine = threading.local()
+        self._on_missing = on_missing
         self._make_encoder = encoder
         self._encoder: SentenceEncoder | None = None
         self._load_lock = threading.Lock()
         self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
         self._pool: ThreadPoolExecutor | None = None
-        #: time.monotonic() of the last search: the background fill steps aside around it
-        self.last_search = 0.0
         self._any, self._any_checked = False, float("-inf")
-        #: whether each of the latest searches' heads had all their vectors (background mode)
+        #: whether each of the latest searches' heads had all their vectors
         self._recent: deque[bool] = deque(maxlen=8)
-        #: texts without a vector, read ahead for the background fill (``FILL_READ_AHEAD``)
-        self._pending: list[tuple[str, str, str, str]] = []
-        #: content hashes searches found missing (newest last): the background fill's first job
-        self._wanted: OrderedDict[str, None] = OrderedDict()
 
     @property
     def encoder(self) -> SentenceEncoder:
@@ -358,17 +370,13 @@ class Reranker:
                 self._encoder = self._make_encoder()
             return self._encoder
 
-    def _encode(self, text: str) -> np.ndarray:
-        # no lock: a question's forward pass never queues behind the background fill's
-        return self.encoder.encode(text)
-
     def query_vector(self, text: str) -> np.ndarray:
         with self._load_lock:
             hit = self._queries.get(text)
             if hit is not None:
                 self._queries.move_to_end(text)
                 return hit
-        vec = self._encode(text)
+        vec = self.encoder.encode(text)
         with self._load_lock:
             self._queries[text] = vec
             while len(self._queries) > 256:
@@ -377,17 +385,11 @@ class Reranker:
 
     def start(self, text: str) -> Future[np.ndarray] | str:
         """Encode the question on a thread of its own while the caller searches the arms;
-        while no section has a vector yet and none may be made now, nothing (the question is
-        encoded later if the head turns out to have its vectors)."""
-        self.last_search = time.monotonic()
-        with self._load_lock:
-            self._started += 1
-            self._mine.number = self._started
-        if not self.on_demand and (
-            not self._has_vectors() or (self._recent and not any(self._recent))
-        ):
-            # the latest heads lacked vectors (the background fill is early): the encoding
-            # would most likely be wasted, and it would share the interpreter with the search
+        while no section has a vector yet, or the latest heads lacked some, nothing (the
+        question is encoded later if the head turns out to have its vectors)."""
+        if not self._has_vectors() or (self._recent and not any(self._recent)):
+            # the encoding would most likely be wasted, and it would share the interpreter
+            # with the search
             return text
         with self._load_lock:
             if self._pool is None:
@@ -400,13 +402,20 @@ class Reranker:
         now = time.monotonic()
         if not self._any and now - self._any_checked > 2.0:
             self._any_checked = now
-            self._any = self.store.has_rerank_vectors()
+            self._any = self.store.has_rerank_vectors() and self._readable()
         return self._any
+
+    def _readable(self) -> bool:
+        """Whether the index's vectors are this encoder's (``readable``)."""
+        try:
+            return readable(self.store.get_meta("rerank_recipe"))
+        except sqlite3.Error:
+            return False
 
     def documents_vector(self, paths: list[str], text: str | None = None) -> np.ndarray | None:
         """The question of ``like:DOC``: the mean of the encoder's vectors of each document's
         first ``LIKE_SECTIONS`` chunks (and of ``text``, ``similar:`` beside ``like:``), unit
-        length; None when some have no vector and none may be made now."""
+        length; None while some have no vector."""
         keys: list[str] = []
         for path in paths:
             keys += [c.key for c in self.store.chunks_for_path(path)[:LIKE_SECTIONS]]
@@ -426,7 +435,6 @@ class Reranker:
         self, query: Future[np.ndarray] | str | np.ndarray, ranked: list[Scored]
     ) -> RerankOutcome:
         """Re-score the head of ``ranked`` (sorted, best first) in place and sort it again."""
-        self.last_search = time.monotonic()
         k = self.params.rerank_depth
         head = ranked[:k]
         if len(head) < 2 or self.params.rerank_weight <= 0:
@@ -446,44 +454,26 @@ class Reranker:
         ranked[:k] = sorted(head, key=lambda s: (-s.score, s.key))
         return RerankOutcome(True, missing)
 
-    def _vectors(
-        self, keys: list[str], replaced: Callable[[], bool] = lambda: False
-    ) -> tuple[dict[str, np.ndarray] | None, dict[str, str], int]:
+    def _vectors(self, keys: list[str]) -> tuple[dict[str, np.ndarray] | None, dict[str, str], int]:
         """(content hash -> the encoder's vector, chunk key -> content hash, how many had no
-        vector) for ``keys``, the missing ones made when this reranker may (until
-        ``replaced()``); no vectors (None) when some have none and may not be made now (they
-        are owed to the background fill)."""
+        vector) for ``keys``; no vectors (None) when some have none (the background fill owes
+        them: ``on_missing`` is called)."""
         hashes = self.store.content_hashes(keys)
-        vectors = self.store.rerank_vectors(set(hashes.values()))
+        vectors = self.store.rerank_vectors(set(hashes.values())) if self._readable() else {}
         missing = [key for key in keys if hashes.get(key) not in vectors]
-        if not self.on_demand:
-            self._recent.append(not missing)
-        if missing and not self.on_demand:
-            with self._load_lock:
-                for key in missing:
-                    if key in hashes:
-                        self._wanted[hashes[key]] = None
-                        self._wanted.move_to_end(hashes[key])
-                while len(self._wanted) > 10 * max(self.params.rerank_depth, 1):
-                    self._wanted.popitem(last=False)
-            return None, hashes, len(missing)
+        self._recent.append(not missing)
         if missing:
-            vectors.update(
-                self._encode_chunks(self.store.chunks_by_keys(missing).values(), replaced)
-            )
-        return vectors, hashes, len(missing)
+            self._on_missing()
+            return None, hashes, len(missing)
+        return vectors, hashes, 0
 
     def cosines(
         self, query: Future[np.ndarray] | str | np.ndarray, keys: list[str]
     ) -> tuple[np.ndarray | None, int]:
         """(the encoder's cosine of the question with each section of ``keys``, or None when
-        some have no vector and this reranker may not make them; how many had none)."""
-        ours = getattr(self._mine, "number", self._started)
-        replaced = (lambda: self._started != ours) if self.latest_only else (lambda: False)
-        vectors, hashes, missing = self._vectors(keys, replaced)
+        some have no vector yet; how many had none)."""
+        vectors, hashes, missing = self._vectors(keys)
         if vectors is None:
-            return None, missing
-        if any(hashes.get(key) not in vectors for key in keys):  # a section gone mid-search
             return None, missing
         if isinstance(query, Future):
             q = query.result()
@@ -493,79 +483,19 @@ class Reranker:
             q = self.query_vector(query)
         return np.array([float(vectors[hashes[key]] @ q) for key in keys]), missing
 
-    def _encode_chunks(
-        self, chunks: Iterable[ChunkRecord], stop: Callable[[], bool]
-    ) -> dict[str, np.ndarray]:
-        """Encode and store the chunks' texts, ``FILL_STEP`` at a time until ``stop()``."""
-        texts: dict[str, str] = {}
-        for c in chunks:
-            if c.content_hash not in texts:
-                texts[c.content_hash] = passage_text(c.title, c.heading_path, c.content)
-        hashes = list(texts)
-        made: dict[str, np.ndarray] = {}
-        for start in range(0, len(hashes), FILL_STEP):
-            if stop():
-                break
-            step = hashes[start : start + FILL_STEP]
-            vectors = self.encoder.encode_many([texts[h] for h in step])
-            made.update(zip(step, vectors, strict=True))
-        if made:
-            try:
-                self.store.put_rerank_vectors(made.items())
-            except sqlite3.Error:  # (a read-only or busy index): this search still uses them
-                pass
-        # as stored (float16): a search scores the same whether it made them or read them
-        return {h: v.astype(VECTOR_DTYPE).astype(np.float32) for h, v in made.items()}
+    def owed(self) -> bool:
+        """Whether some section text has no vector this encoder reads (the fill has work)."""
+        return not self._readable() or self.store.any_text_without_rerank_vector()
 
-    def fill(
-        self,
-        *,
-        batch: int = 16,
-        should_stop: Callable[[], bool] = lambda: False,
-        pause_after_search: float = 1.0,
-    ) -> int:
-        """Encode up to ``batch`` chunk texts that have no vector yet and store them; how many
-        were made (0 = every text has its vector, and the vectors of texts gone are dropped).
-        Steps aside for ``pause_after_search`` seconds after a search, so that typing never
-        waits behind a forward pass. The sections the latest searches missed come first."""
-        with self._load_lock:
-            wanted = list(reversed(self._wanted))[:batch]
-            for h in wanted:
-                del self._wanted[h]
-        if wanted:  # (one may have been made meanwhile)
-            made_already = self.store.rerank_vectors(wanted)
-            wanted = [h for h in wanted if h not in made_already]
-        rows = self.store.texts_by_hash(wanted) if wanted else []
-        if len(rows) < batch:
-            # the texts still to make, read ahead (one query: 80 ms at 69k sections, 14% of a
-            # batch of 16 if asked every batch); one that changed meanwhile only makes a vector
-            # the next pass drops
-            if not self._pending:
-                self._pending = self.store.texts_without_rerank_vector(FILL_READ_AHEAD)
-            seen = {r[0] for r in rows}
-            while self._pending and len(rows) < batch:
-                row = self._pending.pop(0)
-                if row[0] not in seen:
-                    rows.append(row)
-        made: list[tuple[str, np.ndarray]] = []
-        for start in range(0, len(rows), FILL_STEP):
-            while time.monotonic() - self.last_search < pause_after_search:
-                if should_stop():
-                    break
-                time.sleep(0.05)
-            if should_stop():
-                break
-            step = rows[start : start + FILL_STEP]
-            texts = [passage_text(r[1], tuple(json.loads(r[2])), r[3]) for r in step]
-            made.extend(zip((r[0] for r in step), self.encoder.encode_many(texts), strict=True))
-        if made:
-            self.store.put_rerank_vectors(made)
-        elif not rows:  # all made: drop the vectors of texts no section has any more
-            self.store.prune_rerank_vectors()
-        return len(made)
+    def forget(self) -> None:
+        """Look again for vectors at the next search (a fill has just made them)."""
+        self._recent.clear()
+        self._any, self._any_checked = False, float("-inf")
 
     def progress(self) -> tuple[int, int]:
         """(chunk texts with a vector, chunk texts)."""
+        if not self._readable():
+            return 0, self.store.rerank_progress()[1]
         return self.store.rerank_progress()
 
     def close(self) -> None:
