@@ -14,6 +14,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from tui_search.core.dataclass_code import save as save_dataclass_code
 from tui_search.core.errors import TuiSearchError
 from tui_search.core.plan import DEFAULT_MODE, EVAL_MODES, MODES
 from tui_search.core.textsafe import one_line
@@ -546,10 +547,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def run() -> None:
-    """The console entry point: ``main``, then leave at once. Output is flushed and logging
-    shut down first; what is skipped is the interpreter's teardown of every imported module
+    """The console entry point: ``main``, then leave at once. Output is flushed, the methods
+    compiled for dataclasses kept (``core.dataclass_code``) and logging shut down first; what
+    is skipped is the interpreter's teardown of every imported module
     (about 70 ms of each command-line search, measured by ``benchmarks/bench_cli.py``)."""
     code = main()
+    save_dataclass_code()
     try:
         sys.stdout.flush()
         sys.stderr.flush()

@@ -21,14 +21,9 @@ from typing import Any
 
 import platformdirs
 
+from tui_search.core.cache_dir import APP_NAME, user_cache_dir
 from tui_search.core.errors import ConfigError
-from tui_search.core.options import (
-    APP_NAME,
-    CoreSettings,
-    default_index_dir,
-    user_cache_dir,
-    workspace_key,
-)
+from tui_search.core.options import CoreSettings, default_index_dir, workspace_key
 from tui_search.core.ranking.params import RankingParams
 
 __all__ = [
