@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import logging
 import os
 import sys
 import time
@@ -548,9 +547,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def run() -> None:
     """The console entry point: ``main``, then leave at once. Output is flushed, the methods
-    compiled for dataclasses kept (``core.dataclass_code``) and logging shut down first; what
-    is skipped is the interpreter's teardown of every imported module
-    (about 70 ms of each command-line search, measured by ``benchmarks/bench_cli.py``)."""
+    compiled for dataclasses kept (``core.dataclass_code``) and logging, if used, shut down
+    first; what is skipped is the interpreter's teardown of every imported module (about
+    70 ms of each command-line search, measured by ``benchmarks/bench_cli.py``)."""
     code = main()
     save_dataclass_code()
     try:
@@ -560,7 +559,9 @@ def run() -> None:
         pass  # the reader went away: nothing more to say
     except ValueError:
         pass  # a stream closed by the command (nothing buffered is left in it)
-    logging.shutdown()
+    logging = sys.modules.get("logging")  # (a search never imports it: 4 ms)
+    if logging is not None:
+        logging.shutdown()
     os._exit(code)
 
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import networkx as nx
 
-from tui_search.core.chunking import Link, doc_id_for
 from tui_search.core.records import FileRecord
+from tui_search.core.sections import Link, doc_id_for
 from tui_search.core.workspace import MARKDOWN_SUFFIXES
 
 FOLDER_INDEX_NAMES = ("readme", "index", "_index")
