@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT / "research"))
 from fusion_weights import SETS  # noqa: E402
 
 from tui_search.config import load_settings  # noqa: E402
-from tui_search.core.chunking import section_of  # noqa: E402
+from tui_search.core.sections import section_of  # noqa: E402
 from tui_search.eval.harness import QueryTrace, run_evaluation  # noqa: E402
 from tui_search.eval.metrics import ndcg_at_k  # noqa: E402
 

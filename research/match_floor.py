@@ -34,9 +34,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tui_search.config import load_settings  # noqa: E402
-from tui_search.core.chunking import section_of  # noqa: E402
 from tui_search.core.engine import SearchEngine  # noqa: E402
 from tui_search.core.plan import QueryPlan, as_mode, plan_plain  # noqa: E402
+from tui_search.core.sections import section_of  # noqa: E402
 from tui_search.eval.harness import (  # noqa: E402
     NDCG_K,
     RECALL_K,

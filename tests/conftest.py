@@ -6,17 +6,28 @@ import hashlib
 import os
 import re
 import shutil
+import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import numpy as np
-import pytest
+# the package reads the per-user cache as it imports (``core.dataclass_code``): the test
+# session's is a folder of its own, removed at the end (each test gets another, below)
+_SESSION_CACHE = tempfile.mkdtemp(prefix="tui-search-test-cache-")
+os.environ["TUI_SEARCH_CACHE_DIR"] = _SESSION_CACHE
 
-from tui_search.config import Settings
-from tui_search.core.ranking.fusion import Scored
-from tui_search.core.ranking.params import RankingParams
-from tui_search.core.records import ChunkRecord, vector_key
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from tui_search.config import Settings  # noqa: E402
+from tui_search.core.ranking.fusion import Scored  # noqa: E402
+from tui_search.core.ranking.params import RankingParams  # noqa: E402
+from tui_search.core.records import ChunkRecord, vector_key  # noqa: E402
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(_SESSION_CACHE, ignore_errors=True)
+
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_WORKSPACE = ROOT / "sample_workspace"

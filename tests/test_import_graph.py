@@ -149,7 +149,8 @@ def test_data_flows_one_way() -> None:
     assert graph["core.ranking.params"] == set()
     assert "core.query" not in graph["core.plan"]
     # all SQL lives in the store (its vector tables in ``core.store_vectors``); below it only
-    # the chunker's types and the plain records
+    # the section types and the plain records
     store_deps = graph["core.store"] | graph["core.store_vectors"]
-    assert store_deps <= {"core.chunking", "core.records", "core.store_vectors"}
-    assert graph["core.records"] <= {"core.chunking"}
+    assert store_deps <= {"core.sections", "core.records", "core.store_vectors"}
+    assert graph["core.records"] <= {"core.sections"}
+    assert graph["core.sections"] == set()

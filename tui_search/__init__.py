@@ -9,4 +9,10 @@ import os as _os
 # products this small. Set before numpy loads; an explicit user setting wins.
 _os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+# the methods ``dataclasses`` writes for the package's classes: compiled once, not at every
+# start (``core.dataclass_code``)
+from tui_search.core.dataclass_code import install as _install_dataclass_code  # noqa: E402
+
+_install_dataclass_code()
+
 __version__ = "0.1.0"

@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import logging
 import os
 import sys
 import time
@@ -14,6 +13,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from tui_search.core.dataclass_code import save as save_dataclass_code
 from tui_search.core.errors import TuiSearchError
 from tui_search.core.plan import DEFAULT_MODE, EVAL_MODES, MODES
 from tui_search.core.textsafe import one_line
@@ -545,10 +545,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def run() -> None:
-    """The console entry point: ``main``, then leave at once. Output is flushed and logging
-    shut down first; what is skipped is the interpreter's teardown of every imported module
-    (about 70 ms of each command-line search, measured by ``benchmarks/bench_cli.py``)."""
+    """The console entry point: ``main``, then leave at once. Output is flushed, the methods
+    compiled for dataclasses kept (``core.dataclass_code``) and logging, if used, shut down
+    first; what is skipped is the interpreter's teardown of every imported module (about
+    70 ms of each command-line search, measured by ``benchmarks/bench_cli.py``)."""
     code = main()
+    save_dataclass_code()
     try:
         sys.stdout.flush()
         sys.stderr.flush()
@@ -556,7 +558,9 @@ def run() -> None:
         pass  # the reader went away: nothing more to say
     except ValueError:
         pass  # a stream closed by the command (nothing buffered is left in it)
-    logging.shutdown()
+    logging = sys.modules.get("logging")  # (a search never imports it: 4 ms)
+    if logging is not None:
+        logging.shutdown()
     os._exit(code)
 
 

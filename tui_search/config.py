@@ -14,21 +14,15 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
 import platformdirs
 
+from tui_search.core.cache_dir import APP_NAME, user_cache_dir
 from tui_search.core.errors import ConfigError
-from tui_search.core.options import (
-    APP_NAME,
-    CoreSettings,
-    default_index_dir,
-    user_cache_dir,
-    workspace_key,
-)
+from tui_search.core.options import CoreSettings, default_index_dir, workspace_key
 from tui_search.core.ranking.params import RankingParams
 
 __all__ = [
@@ -144,6 +138,8 @@ def load_settings(
     config_file = user_config_dir() / "config.toml"
     file_values: dict[str, Any] = {}
     if config_file.is_file():
+        import tomllib  # (~3 ms of a search: read only with a config file)
+
         try:
             file_values = tomllib.loads(config_file.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
@@ -187,6 +183,8 @@ def save_config_values(values: dict[str, float | int | str]) -> Path:
     added = [f"{key} = {_toml_value(value)}" for key, value in pending.items()]
     lines[first_table:first_table] = added
     text = "\n".join(lines) + "\n"
+    import tomllib
+
     try:
         tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

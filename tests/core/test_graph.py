@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 from tests.conftest import FakeEmbedder
-from tui_search.core.chunking import Link
 from tui_search.core.engine import SearchEngine
 from tui_search.core.graph import LinkGraph
 from tui_search.core.records import FileRecord
+from tui_search.core.sections import Link
 
 
 def rec(

@@ -12,11 +12,11 @@ import pytest
 import tui_search.core.ranking.retriever as retrieval
 from tests.conftest import write_files
 from tui_search.config import Settings
-from tui_search.core.chunking import section_of
 from tui_search.core.engine import SearchEngine
 from tui_search.core.keyword.analysis import analyze
 from tui_search.core.records import ChunkRecord
 from tui_search.core.results import SearchResults
+from tui_search.core.sections import section_of
 
 # One long section about replication (it becomes several chunks at 60 tokens a chunk), and
 # short sections that mention replication once.

@@ -18,12 +18,12 @@ import pytest
 from tests.conftest import SAMPLE_WORKSPACE, FakeEmbedder
 from tui_search.cli import main
 from tui_search.config import Settings
-from tui_search.core.chunking import section_of
 from tui_search.core.engine import SearchEngine
 from tui_search.core.keyword.analysis import analyze
 from tui_search.core.plan import plan_plain
 from tui_search.core.records import ChunkRecord
 from tui_search.core.results import Hit
+from tui_search.core.sections import section_of
 
 ALL = 10_000
 

@@ -1,18 +1,20 @@
 """``core.quick_tokenizer``: the partial tokenizers give every text the whole tokenizer's ids
 and offsets (both shipped tokenizers; the repository's markdown, the test data's questions
-and texts, hard cases), the
-settings hold on both, and a process that tokenizes much loads the whole tokenizer."""
+and texts, hard cases), whether the vocabulary comes from the file or from the table kept in
+the cache; the settings hold on both, a process that tokenizes much loads the whole
+tokenizer, and a kept table is made again when it no longer fits the file."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from tokenizers import Tokenizer, models, pre_tokenizers
 
 from tui_search.core import quick_tokenizer
-from tui_search.core.quick_tokenizer import QuickTokenizer
+from tui_search.core.quick_tokenizer import QuickTokenizer, SortedVocab, table_file
 
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ROOT / "tui_search" / "models"
@@ -47,13 +49,18 @@ def _texts() -> list[str]:
     return out
 
 
+@pytest.mark.parametrize("kept", [False, True], ids=["parsed", "kept"])
 @pytest.mark.parametrize("model", ["default", "reranker"])
 def test_partial_tokenizers_give_the_whole_ones_ids_and_offsets(
-    model: str, monkeypatch: pytest.MonkeyPatch
+    model: str, kept: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(quick_tokenizer, "QUICK_CHARS", 10**12)  # never the whole one
     path = MODELS / model / "tokenizer.json"
     whole = Tokenizer.from_file(str(path))
+    if kept:
+        QuickTokenizer(path)  # parses the file, keeps the table
+        # (the file is not parsed again)
+        monkeypatch.setattr(quick_tokenizer, "json", SimpleNamespace(dumps=json.dumps))
     quick = QuickTokenizer(path)
     for tok in (whole, quick):
         tok.enable_truncation(128)
@@ -112,3 +119,41 @@ def test_a_garbled_file_is_an_error(tmp_path: Path) -> None:
         QuickTokenizer(path)
     spec = json.loads((MODELS / "default" / "tokenizer.json").read_text())
     assert spec["model"]["type"] == "WordPiece"  # (the shipped ones take the partial path)
+
+
+def test_the_sorted_vocabulary_finds_every_piece_and_nothing_else() -> None:
+    vocab = json.loads((MODELS / "reranker" / "tokenizer.json").read_text())["model"]["vocab"]
+    table = SortedVocab.of(vocab)
+    assert len(table) == len(vocab)
+    assert all(table.get(piece) == i for piece, i in vocab.items())
+    for miss in ("", "zzzzzz", "##", "\uffff", "[sep]", "a" * 200):
+        assert (table.get(miss), miss in table) == (vocab.get(miss), miss in vocab)
+    assert SortedVocab.of({}).get("a") is None
+
+
+def test_a_table_that_no_longer_fits_its_file_is_made_again(tmp_path: Path) -> None:
+    path = tmp_path / "tokenizer.json"
+    text = (MODELS / "default" / "tokenizer.json").read_text()
+    path.write_text(text)
+    cache = tmp_path / "cache"
+    question = "list open network ports"
+    want = Tokenizer.from_file(str(path)).encode(question).ids
+    assert QuickTokenizer(path, cache).encode(question).ids == want
+    kept = table_file(path, cache)
+    made = kept.stat().st_mtime_ns
+    # a changed file (another id for "network"): its table is made again
+    spec = json.loads(text)
+    vocab = spec["model"]["vocab"]
+    vocab["network"], vocab["##s"] = vocab["##s"], vocab["network"]
+    path.write_text(json.dumps(spec))
+    want = Tokenizer.from_file(str(path)).encode(question).ids
+    assert QuickTokenizer(path, cache).encode(question).ids == want
+    assert kept.stat().st_mtime_ns != made
+    # an unreadable table: the file is parsed, the table written again
+    kept.write_bytes(b"garbage")
+    assert QuickTokenizer(path, cache).encode(question).ids == want
+    assert kept.read_bytes() != b"garbage"
+    # a cache that cannot be written: the file is used as it is
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the cache folder would be")
+    assert QuickTokenizer(path, blocked).encode(question).ids == want

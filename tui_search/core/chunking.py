@@ -17,6 +17,8 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
+from tui_search.core.sections import Chunk, Link, doc_id_for
+
 if TYPE_CHECKING:  # markdown-it and yaml load on the first parse: a search never needs them
     from collections.abc import Callable
 
@@ -69,49 +71,6 @@ class Slugger:
         return slug
 
 
-@dataclass(frozen=True)
-class Link:
-    target: str  # workspace-relative path ("guides/setup.md"), or a wikilink name
-    kind: str  # "markdown" | "wikilink"
-    anchor: str = ""
-    text: str = ""
-
-
-def section_of(key: str) -> str:
-    """The section id (``<doc>:<section-slug>``) of a chunk key (``Chunk.key``,
-    ``<doc>:<section-slug>#<n>``): everything before the last ``#`` (a slug holds none, a
-    file name may)."""
-    return key.rpartition("#")[0]
-
-
-@dataclass(frozen=True)
-class Chunk:
-    section_id: str
-    chunk_index: int
-    doc: str
-    file_path: str
-    title: str
-    heading: str
-    heading_path: tuple[str, ...]
-    level: int
-    line_start: int  # 1-based, inclusive
-    line_end: int  # 1-based, inclusive
-    content: str
-    tags: tuple[str, ...]
-    content_hash: str
-    #: Share of the chunk's visible text that is link text (``link_share``).
-    link_share: float = 0.0
-
-    @property
-    def key(self) -> str:
-        """``<section id>#<chunk index>`` (``section_of`` reads the section back)."""
-        return f"{self.section_id}#{self.chunk_index}"
-
-    @property
-    def embedding_text(self) -> str:
-        return embedding_text(self.title, self.heading_path, self.content)
-
-
 #: ``[text](dest "title")`` and ``![alt](src)`` (one level of brackets inside the text)
 _INLINE_LINK_RE = re.compile(
     r"!?\[((?:[^\[\]]|\[[^\[\]]*\])*)\]"
@@ -151,13 +110,6 @@ def link_share(content: str) -> float:
         return 0.0
     visible = len("".join(_LIST_MARK_RE.sub("", text).split()))
     return min(1.0, anchor / visible) if visible else 0.0
-
-
-def embedding_text(title: str, heading_path: tuple[str, ...] | list[str], content: str) -> str:
-    path = list(heading_path)
-    if title and (not path or path[0] != title):
-        path.insert(0, title)
-    return " > ".join(path) + "\n\n" + content
 
 
 @dataclass
@@ -222,14 +174,6 @@ def _parse_inline(tokens: list[Token], env: dict[str, Any]) -> int:
                 child.type = "text"
         tok.children = children
     return plain
-
-
-def doc_id_for(rel_path: str) -> str:
-    """``guides/setup.md`` -> ``guides/setup``."""
-    for suffix in (".markdown", ".md"):
-        if rel_path.lower().endswith(suffix):
-            return rel_path[: -len(suffix)]
-    return rel_path
 
 
 def _hash(text: str) -> str:

@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from tui_search.core.chunking import Link, doc_id_for
 from tui_search.core.records import FileRecord
+from tui_search.core.sections import Link, doc_id_for
 from tui_search.core.workspace import MARKDOWN_SUFFIXES
 
 # networkx (~80 ms to import) loads with the first graph algorithm: the writer counts

@@ -22,8 +22,8 @@ import stat as stat_mod
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from tui_search.core.chunking import Chunk, ParsedDocument, doc_id_for
 from tui_search.core.embedding import Embedder
 from tui_search.core.errors import IndexReadOnlyError
 from tui_search.core.index import SearchIndex, WriterLock, why_unwritable
@@ -33,6 +33,7 @@ from tui_search.core.options import CoreSettings
 from tui_search.core.parse_jobs import ParseJob, ParseOutcome, parse_workers, run_jobs
 from tui_search.core.records import FileRecord
 from tui_search.core.results import IndexReport, Progress, ProgressCallback
+from tui_search.core.sections import Chunk, doc_id_for
 from tui_search.core.store import Store
 from tui_search.core.vectors import VectorIndex
 from tui_search.core.workspace import (
@@ -55,6 +56,9 @@ from tui_search.core.write_batch import (
     vector_work,
     write_indexes,
 )
+
+if TYPE_CHECKING:
+    from tui_search.core.chunking import ParsedDocument
 
 #: A write batch: files are parsed and written this many chunks (or characters of text) at a
 #: time, so indexing memory is bounded by a batch, not by the workspace.

@@ -9,8 +9,6 @@ about 1 KB a chunk without vectors, by 51 MB; trimming after each batch, by 13 M
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import functools
 import sys
 from collections.abc import Callable
@@ -24,6 +22,9 @@ TRIM_AFTER_CHUNKS = 2_000
 def _malloc_trim() -> Callable[[int], int] | None:
     if not sys.platform.startswith("linux"):
         return None
+    import ctypes  # (with the first large write: ``ctypes.util`` starts ``subprocess``)
+    import ctypes.util
+
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
         trim: Callable[[int], int] = libc.malloc_trim

@@ -9,20 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
 
-import platformdirs
-
+from tui_search.core.cache_dir import user_cache_dir
 from tui_search.core.ranking.params import RankingParams
-
-APP_NAME = "tui-search"
-
-
-def user_cache_dir() -> Path:
-    return Path(os.environ.get("TUI_SEARCH_CACHE_DIR") or platformdirs.user_cache_dir(APP_NAME))
 
 
 def workspace_key(workspace: Path) -> str:

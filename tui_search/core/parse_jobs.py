@@ -15,9 +15,12 @@ from __future__ import annotations
 import os
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from tui_search.core.chunking import ParsedDocument, parse_document
 from tui_search.core.workspace import FileInfo, read_file
+
+if TYPE_CHECKING:  # (the parser loads with the first file parsed: a search parses none)
+    from tui_search.core.chunking import ParsedDocument
 
 #: A read of fewer bytes than this is parsed in this process (starting the workers costs about
 #: 0.3 s; markdown-it parses about 2 MB/s).
@@ -77,6 +80,8 @@ def run_job(job: ParseJob) -> ParseOutcome:
     }
     if job.known_hash is not None and job.known_hash == result.raw_hash:
         return ParseOutcome(job, **common)  # type: ignore[arg-type]
+    from tui_search.core.chunking import parse_document
+
     parsed = parse_document(
         result.text,
         job.info.rel_path,

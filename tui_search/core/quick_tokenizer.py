@@ -18,16 +18,33 @@ character and its pre-tokenizer splits at every punctuation mark (the special to
 as ``[SEP]``, begin and end with one), so the words of the text cut at the special tokens are
 among them. Other tokenizers (not WordPiece, or another normalizer or pre-tokenizer) are
 loaded whole at once. A test compares both on every section of the test corpora.
+
+Parsing ``tokenizer.json`` (its vocabulary: a dict of ~30,000 pieces) costs ~7 ms a tokenizer,
+and a search loads two. So the vocabulary is kept, the first time a file is read, in the
+per-user cache as a :class:`SortedVocab` (``marshal``: one string of the pieces in order, their
+offsets and ids), with the file's other settings, and looked up there by bisection: read in
+under a millisecond, nothing made per piece. A kept table is used while the file has the
+size and modification time it was made from; otherwise (missing, unreadable, stale) the file
+is parsed and the table written again (a temporary file renamed); where the cache cannot be
+written, the parsed file is used as it is.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
+import marshal
+import os
 import threading
+from array import array
 from collections.abc import Sequence
+from itertools import accumulate
 from pathlib import Path
 from string import punctuation
 from typing import TYPE_CHECKING, Any
+
+from tui_search.core.cache_dir import user_cache_dir
 
 if TYPE_CHECKING:
     from tokenizers import Encoding, Tokenizer
@@ -43,6 +60,93 @@ _QUICK_PARTS = {
 }
 
 
+#: The layout of a kept vocabulary table (``SortedVocab``); a file of another is made again.
+TABLE_LAYOUT = "1"
+
+
+class SortedVocab:
+    """A vocabulary (piece -> id) as one string of its pieces in sorted order, the offset
+    where each starts and their ids (``array`` buffers, read as they are): ``get`` bisects."""
+
+    def __init__(self, text: str, starts: bytes, ids: bytes) -> None:
+        self._text = text
+        self._starts = memoryview(starts).cast("I")
+        self._ids = memoryview(ids).cast("I")
+        if len(self._starts) != len(self._ids) + 1 or self._starts[-1] != len(text):
+            raise ValueError("inconsistent vocabulary table")
+
+    @classmethod
+    def of(cls, vocab: dict[str, int]) -> SortedVocab:
+        pieces = sorted(vocab)
+        starts = array("I", accumulate((len(p) for p in pieces), initial=0))
+        ids = array("I", (vocab[p] for p in pieces))
+        return cls("".join(pieces), starts.tobytes(), ids.tobytes())
+
+    def parts(self) -> tuple[str, bytes, bytes]:
+        return self._text, self._starts.tobytes(), self._ids.tobytes()
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def get(self, piece: str) -> int | None:
+        text, starts = self._text, self._starts
+        lo, hi = 0, len(self._ids)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if text[starts[mid] : starts[mid + 1]] < piece:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo < len(self._ids) and text[starts[lo] : starts[lo + 1]] == piece:
+            return int(self._ids[lo])
+        return None
+
+    def __contains__(self, piece: object) -> bool:
+        return isinstance(piece, str) and self.get(piece) is not None
+
+
+def table_file(path: Path, cache_dir: Path) -> Path:
+    """Where the vocabulary table of the tokenizer file ``path`` is kept (one per file)."""
+    key = hashlib.sha256(str(path.resolve()).encode("utf-8", "surrogateescape")).hexdigest()
+    return cache_dir / "tokenizers" / f"vocab-{key[:16]}.marshal"
+
+
+def _stamp(path: Path) -> tuple[int, int]:
+    st = os.stat(path)
+    return st.st_size, st.st_mtime_ns
+
+
+def _read_table(path: Path, cache_dir: Path) -> tuple[dict[str, Any], SortedVocab] | None:
+    """The kept settings and vocabulary of ``path``, when a table made from the file as it
+    is now is kept; else None."""
+    try:
+        stamp = _stamp(path)
+        with open(table_file(path, cache_dir), "rb") as f:
+            layout, size, mtime_ns, spec, text, starts, ids = marshal.loads(f.read())
+        if (layout, (size, mtime_ns)) != (TABLE_LAYOUT, stamp) or not isinstance(spec, dict):
+            return None
+        return spec, SortedVocab(text, starts, ids)
+    except (OSError, ValueError, EOFError, TypeError):
+        return None  # missing, unreadable or made by something else: parsed again
+
+
+def _write_table(
+    path: Path, cache_dir: Path, stamp: tuple[int, int], spec: dict[str, Any], vocab: SortedVocab
+) -> None:
+    """Keep ``vocab`` and ``spec`` (the file's settings without its vocabulary) for ``path``,
+    whole or not at all; nothing when the cache cannot be written."""
+    target = table_file(path, cache_dir)
+    tmp = target.with_name(f"{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "wb") as f:
+            f.write(marshal.dumps((TABLE_LAYOUT, *stamp, spec, *vocab.parts())))
+        os.replace(tmp, target)
+    except OSError:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+
+
 def _punctuation_ends(token: str) -> bool:
     """Whether ``token`` begins and ends with ASCII punctuation (where BERT's pre-tokenizer
     splits whatever is around it)."""
@@ -55,40 +159,54 @@ class QuickTokenizer:
     ``enable_``/``no_`` methods, ``pre_tokenizer``, ``normalizer``, ``model``'s settings,
     ``token_to_id``, ``get_vocab_size``); any other attribute is the whole tokenizer's."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, cache_dir: Path | None = None) -> None:
+        """The tokenizer of ``path``; its vocabulary table is kept under ``cache_dir`` (by
+        default the per-user cache)."""
         from tokenizers import Tokenizer
 
         self._path = path
-        text = path.read_text(encoding="utf-8")
-        spec = json.loads(text)
         self._lock = threading.RLock()
         self._full: Tokenizer | None = None
         self._part: Tokenizer | None = None
         self._settings: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
         self._used = 0
-        model: Any = spec.get("model") if isinstance(spec, dict) else None
-        quick = (
-            isinstance(model, dict)
-            and model.get("type") == "WordPiece"
-            and isinstance(model.get("vocab"), dict)
-            and all(
-                isinstance(spec.get(part), dict) and spec[part].get("type") in kinds
-                for part, kinds in _QUICK_PARTS.items()
+        cache_dir = user_cache_dir() if cache_dir is None else cache_dir
+        kept = _read_table(path, cache_dir)
+        if kept is not None:
+            spec, vocab = kept
+            model: Any = spec["model"]
+        else:
+            stamp = _stamp(path)
+            text = path.read_text(encoding="utf-8")
+            spec = json.loads(text)
+            model = spec.get("model") if isinstance(spec, dict) else None
+            quick = (
+                isinstance(model, dict)
+                and model.get("type") == "WordPiece"
+                and isinstance(model.get("vocab"), dict)
+                and all(
+                    isinstance(spec.get(part), dict) and spec[part].get("type") in kinds
+                    for part, kinds in _QUICK_PARTS.items()
+                )
+                and all(_punctuation_ends(str(t.get("content", ""))) for t in spec["added_tokens"])
             )
-            and all(_punctuation_ends(str(t.get("content", ""))) for t in spec["added_tokens"])
-        )
-        if not quick:
-            self._full = Tokenizer.from_str(text)
-            self._shell = self._full
-            return
-        self._vocab: dict[str, int] = model["vocab"]
+            if not quick:
+                self._full = Tokenizer.from_str(text)
+                self._shell = self._full
+                return
+            vocab = SortedVocab.of(model["vocab"])
+            model = {**model, "vocab": {}}
+            spec = {**spec, "model": model}
+            _write_table(path, cache_dir, stamp, spec, vocab)
+        self._vocab = vocab
         self._prefix = str(model.get("continuing_subword_prefix") or "")
         self._max_chars = int(model.get("max_input_chars_per_word") or 100)
         self._added = {str(t["content"]): int(t["id"]) for t in spec.get("added_tokens") or []}
-        always = {t: self._vocab[t] for t in self._added if t in self._vocab}
-        unk = model.get("unk_token")
-        if unk in self._vocab:
-            always[unk] = self._vocab[unk]
+        always: dict[str, int] = {}
+        for token in [*self._added, model.get("unk_token")]:
+            found = vocab.get(token) if isinstance(token, str) else None
+            if found is not None:
+                always[token] = found
         self._spec: dict[str, Any] = spec
         self._model_spec: dict[str, Any] = model
         self._pieces: dict[str, int] = dict(always)
@@ -144,7 +262,8 @@ class QuickTokenizer:
     def get_vocab_size(self, with_added_tokens: bool = True) -> int:
         if self._full is not None:
             return int(self._full.get_vocab_size(with_added_tokens))
-        return len(self._vocab.keys() | self._added.keys() if with_added_tokens else self._vocab)
+        added = sum(t not in self._vocab for t in self._added) if with_added_tokens else 0
+        return len(self._vocab) + added
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):

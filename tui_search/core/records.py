@@ -10,7 +10,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from tui_search.core.chunking import Link
+from tui_search.core.sections import Link, embedding_text
 
 VECTOR_DTYPE = np.float16  # half the size of float32; cosine ranking is unaffected
 
@@ -89,6 +89,4 @@ class ChunkRecord:
 
     @property
     def embedding_text(self) -> str:
-        from tui_search.core.chunking import embedding_text
-
         return embedding_text(self.title, self.heading_path, self.content)

@@ -8,7 +8,9 @@ coroutine. A command-line search paid those ~43 ms, a tenth of the whole process
 analysis and query modules also import, at their top level, its English stemmer, metaphone
 and word-variation tables (``whoosh.lang.porter``, ``dmetaphone``, ``morph_en``: ~15 ms, most
 of it compiling regular expressions) for filters and queries tui-search never makes: its own
-analyzer stems with Snowball (``core.keyword.analysis``).
+analyzer stems with Snowball (``core.keyword.analysis``). Its codec and readers import the
+Levenshtein automata and distance (fuzzy terms) and its searcher the highlighter (~1.5 ms),
+which tui-search does not use either.
 
 Importing this module imports Whoosh and usearch with those packages *deferred*: while they
 import, ``sys.modules`` holds a placeholder for each, which loads the real package the first
@@ -107,10 +109,16 @@ with deferred_imports(
         "whoosh.lang.porter": {"stem": None},
         "whoosh.lang.morph_en": {"variations": None},
         "whoosh.lang.dmetaphone": {"double_metaphone": None},
+        "whoosh.automata.lev": {},
+        "whoosh.support.levenshtein": {"distance": None},
+        "whoosh.highlight": {},
     }
 ):
     import cached_property  # noqa: F401
     import usearch.index  # noqa: F401
     import whoosh.analysis  # noqa: F401
+    import whoosh.codec.whoosh3  # noqa: F401
     import whoosh.compat  # noqa: F401
     import whoosh.query  # noqa: F401
+    import whoosh.reading  # noqa: F401
+    import whoosh.searching  # noqa: F401

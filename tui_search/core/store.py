@@ -16,13 +16,13 @@ from typing import Any
 
 import numpy as np
 
-from tui_search.core.chunking import Chunk, Link
 from tui_search.core.records import (
     ChunkRecord,
     FileRecord,
     pack_vector,
     vector_key,
 )
+from tui_search.core.sections import Chunk, Link
 from tui_search.core.store_vectors import VectorTables
 
 SCHEMA_VERSION = "9"  # 4: vectors stored as float16; 5: token ids for soft matching;

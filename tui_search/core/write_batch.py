@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tui_search.core.chunking import Chunk
 from tui_search.core.embedding import Embedder, TokenEmbedder
 from tui_search.core.keyword.index import LexicalIndex
 from tui_search.core.records import ChunkRecord, FileRecord, vector_key
 from tui_search.core.results import Progress, ProgressCallback
+from tui_search.core.sections import Chunk
 from tui_search.core.store import Store
 from tui_search.core.vectors import VectorIndex
 

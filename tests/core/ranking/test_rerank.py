@@ -15,13 +15,13 @@ import pytest
 
 from tui_search.config import Settings
 from tui_search.core import rerank_fill
-from tui_search.core.chunking import section_of
 from tui_search.core.engine import SearchEngine
 from tui_search.core.errors import ModelError
 from tui_search.core.ranking import rerank
 from tui_search.core.ranking.fusion import Scored
 from tui_search.core.ranking.params import RankingParams
 from tui_search.core.ranking.rerank import Reranker, SentenceEncoder
+from tui_search.core.sections import section_of
 from tui_search.core.store import Store
 
 DATA = Path(__file__).resolve().parents[2] / "data"

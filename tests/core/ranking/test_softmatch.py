@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from tui_search.config import Settings
-from tui_search.core.chunking import section_of
 from tui_search.core.embedding import Model2VecEmbedder, TokenEmbedder
 from tui_search.core.engine import SearchEngine
 from tui_search.core.ranking.explain import Explanation
@@ -20,6 +19,7 @@ from tui_search.core.ranking.softmatch import (
     soft_match_score_sets,
     soft_match_scores,
 )
+from tui_search.core.sections import section_of
 
 # a 4-token vocabulary in 2-d: 0 and 1 are orthogonal, 2 is 60 degrees from 0, 3 opposes 0
 VOCAB = np.array([[1.0, 0.0], [0.0, 1.0], [0.5, np.sqrt(3) / 2], [-1.0, 0.0]], dtype=np.float32)

@@ -17,10 +17,10 @@ import tui_search.core.startup  # noqa: F401  (before Whoosh: see its docstring)
 from whoosh import query as Q
 from whoosh.searching import Searcher
 
-from tui_search.core.chunking import section_of
 from tui_search.core.keyword.bm25 import FastBM25, flatten_disjunction
 from tui_search.core.keyword.literal import DocSet
 from tui_search.core.records import vector_key
+from tui_search.core.sections import section_of
 
 
 class LexicalSnapshot:

@@ -11,8 +11,8 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from tui_search.core.chunking import section_of
 from tui_search.core.ranking.params import RankingParams
+from tui_search.core.sections import section_of
 
 
 @dataclass(slots=True)

@@ -47,12 +47,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tui_search.core.chunking import embedding_text
 from tui_search.core.errors import ModelError
 from tui_search.core.quick_tokenizer import QuickTokenizer
 from tui_search.core.ranking import encoder_weights
 from tui_search.core.ranking.fusion import document_of
 from tui_search.core.ranking.params import RankingParams
+from tui_search.core.sections import embedding_text
 
 if TYPE_CHECKING:
     from tui_search.core.ranking.fusion import Scored

@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tui_search.core.chunking import section_of
 from tui_search.core.embedding import Embedder
 from tui_search.core.errors import ModelError
 from tui_search.core.index import SearchIndex
@@ -61,6 +60,7 @@ from tui_search.core.ranking.params import RankingParams
 from tui_search.core.ranking.policy import Steps
 from tui_search.core.ranking.semantic import SemanticArm
 from tui_search.core.ranking.signals import QuerySignals, SignalReader
+from tui_search.core.sections import section_of
 
 if TYPE_CHECKING:
     from tui_search.core.ranking.rerank import Reranker, RerankOutcome
