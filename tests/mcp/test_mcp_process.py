@@ -143,9 +143,19 @@ def _wait_for_workers(proc: subprocess.Popen[bytes], index: Path) -> set[int]:
     raise AssertionError("the server started no workers")
 
 
+@pytest.fixture
+def bulk(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
+    """Enough sections that the first build writes the full-text index in writer processes."""
+    from tui_search.core.keyword.index import BULK_WRITE
+
+    ws = tmp_path / "ws"
+    many_notes(ws, BULK_WRITE // 8 + 50)
+    yield ws, tmp_path / "index"
+
+
 @pytest.mark.parametrize("how", ["sigterm", "stdin"])
-def test_workers_end_with_the_server(big: tuple[Path, Path], how: str) -> None:
-    ws, index = big
+def test_workers_end_with_the_server(bulk: tuple[Path, Path], how: str) -> None:
+    ws, index = bulk
     proc = _start(ws, index)
     try:
         kids = _wait_for_workers(proc, index)

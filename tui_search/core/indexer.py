@@ -635,13 +635,14 @@ class Indexer:
         work = vector_work(self.store, parsed, set(in_flight))
         emit(Progress("write", 0, 1, "writing indexes"))
         records = [chunk_record(c) for c in work.chunks if c.key in plan.lexical_add]
-        # (the vectors are made on a thread: its progress is not reported)
+        # (the vectors are made on a thread: its progress, and a cancel raised from it, reach
+        # this one through the thread's result)
         vectors = write_indexes(
             self.lexical,
             self.vectors,
             plan,
             records,
-            lambda: make_vectors(work, self.embedder, lambda p: None, ahead),
+            lambda: make_vectors(work, self.embedder, emit, ahead),
         )
         if ahead is not None:
             ahead.clear()

@@ -1,7 +1,7 @@
 """The re-ranker (``core.rerank``): the shipped encoder, the mixing, the rule (a head is re-read
 only when all its sections have their vector), and only changed sections encoded again. Real
 model2vec, real encoder; vectors made by the fill's loop (``rerank_fill.fill``) in this process
-with the numpy layers (the fill process itself: tests/core/test_rerank_fill.py)."""
+with the numpy layers (the fill process itself: tests/core/test_fill_process.py)."""
 
 from __future__ import annotations
 
@@ -240,7 +240,7 @@ def test_a_search_that_finds_vectors_missing_starts_the_fill_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The engine asks for the background fill when a head lacks vectors, at most every few
-    seconds (the fill's lock keeps it to one process; tests/core/test_rerank_fill.py)."""
+    seconds (the fill's lock keeps it to one process; tests/core/test_fill_process.py)."""
     engine = _engine(tmp_path, filled=False)
     asked: list[object] = []
     monkeypatch.setattr(engine, "start_rerank_fill", lambda: asked.append(1))
