@@ -286,6 +286,25 @@ def mix(scores: list[float], cosines: np.ndarray, weight: float, floor: float) -
     ]
 
 
+def head_positions(ranked: Sequence[Scored], depth: int, semantic_depth: int) -> list[int]:
+    """The positions in ``ranked`` (sorted, best first) of the sections the encoder re-reads:
+    the best ``depth``, and every section further down that the semantic arm ranks within
+    ``semantic_depth``. A section its meaning finds but none of the question's words (a
+    setting one heading deep in a long page: "Font size" for "make the text bigger") takes
+    no keyword score in the fusion and ranks far below its cosine; read by the encoder, it
+    is weighed by what it says (docs/ranking.md#deep-answers)."""
+    if depth <= 0:
+        return []
+    at = list(range(min(depth, len(ranked))))
+    if semantic_depth > 0:
+        at += [
+            i
+            for i in range(len(at), len(ranked))
+            if (r := ranked[i].semantic_rank) is not None and r <= semantic_depth
+        ]
+    return at
+
+
 def withdraw_names(head: list[Scored], cosines: np.ndarray, share: float) -> None:
     """The name match read again by the encoder: a document whose name the query says gained
     it when the static model found that it answers (``signals.answers``); where the encoder
@@ -427,14 +446,16 @@ class Reranker:
     ) -> RerankOutcome:
         """Re-score the head of ``ranked`` (sorted, best first) in place and sort it again."""
         self.last_search = time.monotonic()
-        k = self.params.rerank_depth
-        head = ranked[:k]
+        at = head_positions(ranked, self.params.rerank_depth, self.params.rerank_semantic_depth)
+        head = [ranked[i] for i in at]
         if len(head) < 2 or self.params.rerank_weight <= 0:
             return RerankOutcome(False)
         cos, missing = self.cosines(query, [s.key for s in head])
         if cos is None:
             return RerankOutcome(False, missing)
-        floor = ranked[k].score if len(ranked) > k else 0.0
+        chosen = set(at)
+        rest = [s for i, s in enumerate(ranked) if i not in chosen]
+        floor = rest[0].score if rest else 0.0
         withdraw_names(head, cos, self.params.title_answer_share)
         for s, value, raw in zip(
             head,
@@ -443,7 +464,7 @@ class Reranker:
             strict=True,
         ):
             s.rerank_cosine, s.before_rerank, s.score = float(raw), s.score, value
-        ranked[:k] = sorted(head, key=lambda s: (-s.score, s.key))
+        ranked[:] = sorted(head, key=lambda s: (-s.score, s.key)) + rest
         return RerankOutcome(True, missing)
 
     def _vectors(
