@@ -194,8 +194,9 @@ class RankingParams:
         0.3, "share of a re-read section's score taken from the encoder's cosine", "re-ranker"
     )
     rerank_semantic_depth: int = knob(
-        0,
-        "sections the semantic arm ranks within this many join the re-read head (0 = none)",
+        30,
+        "a short query's head also re-reads the sections the semantic arm ranks within this "
+        "many (0 = none)",
         "deep-answers",
     )
 

@@ -442,11 +442,16 @@ class Reranker:
         return mean / norm if norm > 0 else None
 
     def apply(
-        self, query: Future[np.ndarray] | str | np.ndarray, ranked: list[Scored]
+        self,
+        query: Future[np.ndarray] | str | np.ndarray,
+        ranked: list[Scored],
+        semantic_depth: int = 0,
     ) -> RerankOutcome:
-        """Re-score the head of ``ranked`` (sorted, best first) in place and sort it again."""
+        """Re-score the head of ``ranked`` (sorted, best first) in place and sort it again;
+        the head is the best ``rerank_depth`` and the sections below them the semantic arm
+        ranks within ``semantic_depth`` (``head_positions``)."""
         self.last_search = time.monotonic()
-        at = head_positions(ranked, self.params.rerank_depth, self.params.rerank_semantic_depth)
+        at = head_positions(ranked, self.params.rerank_depth, semantic_depth)
         head = [ranked[i] for i in at]
         if len(head) < 2 or self.params.rerank_weight <= 0:
             return RerankOutcome(False)
