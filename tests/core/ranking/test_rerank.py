@@ -223,7 +223,8 @@ def test_background_mode_keeps_the_static_order_until_filled(tmp_path: Path) -> 
 
 
 def test_the_head_a_search_missed_is_filled_first(tmp_path: Path) -> None:
-    engine = _engine(tmp_path, rerank_waits=False)
+    # the head is the best two alone (no section of the semantic arm's best joins it)
+    engine = _engine(tmp_path, rerank_waits=False, rerank_semantic_depth=0)
     assert engine.search(QUESTION, limit=10).rerank_pending > 0
     assert engine.reranker is not None
     engine.reranker.params = RankingParams(rerank_depth=2, rerank_weight=0.2)
