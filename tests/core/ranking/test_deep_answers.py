@@ -12,7 +12,10 @@ import pytest
 from tui_search.config import Settings
 from tui_search.core.chunking import section_of
 from tui_search.core.engine import SearchEngine
+from tui_search.core.plan import plan_plain
 from tui_search.core.ranking.fusion import Scored
+from tui_search.core.ranking.params import RankingParams
+from tui_search.core.ranking.policy import Steps
 
 QUESTION = "make the text bigger"
 ANSWER = "Settings:font-size"
@@ -115,3 +118,15 @@ def test_a_deep_answer_the_keyword_arm_misses_is_reread_and_rises(
     rest = [s for s in ranked if s.rerank_cosine is None]
     assert min(s.score for s in read) > max(s.score for s in rest)
     assert [s.key for s in rest] == [s.key for s in head_only if s.key in {r.key for r in rest}]
+
+
+def test_only_a_short_query_reads_the_semantic_arms_best_too() -> None:
+    params = RankingParams()
+    short = Steps.resolve(plan_plain(QUESTION), "hybrid", params, soft_capable=True)
+    assert short.rerank_semantic_depth == params.rerank_semantic_depth > 0
+    assert "semantic arm's best" in short.describe(params)
+    # a long question's words find its sections: its head is the best rerank_depth alone
+    long = "which setting makes the text of every note bigger in the editor and reading view"
+    steps = Steps.resolve(plan_plain(long), "hybrid", params, soft_capable=True)
+    assert steps.rerank_semantic_depth == 0
+    assert "semantic arm's best" not in steps.describe(params)
