@@ -193,11 +193,6 @@ class RankingParams:
     rerank_weight: float = knob(
         0.3, "share of a re-read section's score taken from the encoder's cosine", "re-ranker"
     )
-    rerank_short_weight: float = knob(
-        0.3,
-        "rerank_weight for a query of at most name_match_words words",
-        "deep-answers",
-    )
     rerank_semantic_depth: int = knob(
         30,
         "a short query's head also re-reads the sections the semantic arm ranks within this "

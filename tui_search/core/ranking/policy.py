@@ -143,8 +143,6 @@ class Steps:
     #: The semantic arm's best this many join the re-read head (0 for a query of more than
     #: ``name_match_words`` words; ``rerank.head_positions``).
     rerank_semantic_depth: int = 0
-    #: The share of a re-read section's score taken from the encoder's cosine.
-    rerank_weight: float = 0.0
 
     @classmethod
     def resolve(
@@ -187,7 +185,6 @@ class Steps:
             listing=plan.listing,
             rerank=policy.rerank or (semantic and bool(plan.similar or plan.like)),
             rerank_semantic_depth=params.rerank_semantic_depth if short else 0,
-            rerank_weight=params.rerank_short_weight if short else params.rerank_weight,
         )
 
     def describe(self, reranked_with: RankingParams | None = None) -> str:
@@ -243,6 +240,6 @@ class Steps:
             also = f" with the semantic arm's best {deep} below them" if deep > 0 else ""
             said.append(
                 f"the best {reranked_with.rerank_depth}{also} re-read by a sentence encoder "
-                f"({self.rerank_weight:g} of their score from its cosine)"
+                f"({reranked_with.rerank_weight:g} of their score from its cosine)"
             )
         return ", ".join(said)

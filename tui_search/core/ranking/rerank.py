@@ -446,17 +446,14 @@ class Reranker:
         query: Future[np.ndarray] | str | np.ndarray,
         ranked: list[Scored],
         semantic_depth: int = 0,
-        weight: float | None = None,
     ) -> RerankOutcome:
         """Re-score the head of ``ranked`` (sorted, best first) in place and sort it again;
         the head is the best ``rerank_depth`` and the sections below them the semantic arm
-        ranks within ``semantic_depth`` (``head_positions``); ``weight``: the share of
-        the score taken from the cosine (``rerank_weight`` when None)."""
+        ranks within ``semantic_depth`` (``head_positions``)."""
         self.last_search = time.monotonic()
         at = head_positions(ranked, self.params.rerank_depth, semantic_depth)
         head = [ranked[i] for i in at]
-        share = self.params.rerank_weight if weight is None else weight
-        if len(head) < 2 or share <= 0:
+        if len(head) < 2 or self.params.rerank_weight <= 0:
             return RerankOutcome(False)
         cos, missing = self.cosines(query, [s.key for s in head])
         if cos is None:
@@ -467,7 +464,7 @@ class Reranker:
         withdraw_names(head, cos, self.params.title_answer_share)
         for s, value, raw in zip(
             head,
-            mix([s.score for s in head], cos, share, floor),
+            mix([s.score for s in head], cos, self.params.rerank_weight, floor),
             cos,
             strict=True,
         ):
