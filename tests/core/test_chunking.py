@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -11,6 +13,7 @@ from tui_search.core.chunking import (
     parse_document,
     resolve_relative_link,
     slugify,
+    split_front_matter,
 )
 
 DOC = """---
@@ -181,6 +184,27 @@ def test_front_matter_not_a_mapping_and_odd_values() -> None:
     assert d.warnings
     d2 = parse_document("---\ntitle: 42\ntags: one, two\n---\ntext", "n.md")
     assert d2.title == "42" and set(d2.tags) == {"one", "two"}
+
+
+@pytest.mark.parametrize(
+    "raw", ["a: [1, 2", "a: {", "a: 1\n  b: 2\nc", "x: 1\ny: [\n", "- a\nb: c"]
+)
+def test_front_matter_errors_name_the_pure_parsers_line(raw: str) -> None:
+    """The warning names the line PyYAML's own parser finds the error on (libyaml's, which
+    reads the front matter first, may name another)."""
+    with pytest.raises(yaml.MarkedYAMLError) as err:
+        yaml.load(raw + "\n", Loader=yaml.SafeLoader)  # noqa: S506 - a safe loader
+    mark = err.value.problem_mark
+    assert mark is not None
+    line = mark.line + 2
+    expected = f"front matter is not valid YAML (line {line}); indexed as text"
+    assert split_front_matter(f"---\n{raw}\n---\nbody\n")[3] == expected
+
+
+def test_front_matter_values_are_safe_loads() -> None:
+    raw = "title: x\ntags: [a, b]\ndate: 2024-01-02\nn: 0x1F\non: yes\nq: '1'\nz: ~\n"
+    data, body, lines, warning = split_front_matter(f"---\n{raw}---\nbody\n")
+    assert data == yaml.safe_load(raw) and (body, lines, warning) == ("body\n", 9, None)
 
 
 def test_empty_and_whitespace_files() -> None:

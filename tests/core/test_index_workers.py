@@ -16,7 +16,7 @@ import pytest
 
 from tests.conftest import SAMPLE_WORKSPACE, FakeEmbedder, chunk_record
 from tui_search.config import Settings
-from tui_search.core import parse_jobs, processes
+from tui_search.core import parse_jobs, processes, write_batch
 from tui_search.core.engine import SearchEngine
 from tui_search.core.keyword import index as lexical
 from tui_search.core.keyword.compile import plain_query
@@ -155,6 +155,43 @@ def test_a_sync_parsed_by_workers_indexes_the_same(
     if (parse_jobs.os.cpu_count() or 1) > 1:
         assert started, "the workers parsed"
     assert pooled == here
+
+
+def test_chunks_parsed_by_workers_are_embedded_as_they_come(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, started: list[int]
+) -> None:
+    """While workers parse, this process embeds the chunks they hand back: the write embeds
+    none of them again, and the vectors and token ids stored are those of a read parsed here
+    (the shipped model)."""
+    embedded_at_write: list[int] = []
+    real_embed = write_batch._embed
+
+    def at_write(embedder: object, texts: list[str], emit: object) -> object:
+        embedded_at_write.append(len(texts))
+        return real_embed(embedder, texts, emit)  # type: ignore[arg-type]
+
+    def index(name: str) -> tuple[int, dict[str, bytes], dict[str, bytes]]:
+        e = SearchEngine(Settings(workspace=workspace, index_dir=tmp_path / name))
+        try:
+            report = e.sync()
+            hashes = {c.content_hash for c in e.all_sections()}
+            store = e.index.store
+            vectors = {h: v.tobytes() for h, v in store.vectors_by_hash(hashes).items()}
+            tokens = {h: t.tobytes() for h, t in store.tokens_by_hash(hashes).items()}
+            return report.embedded, vectors, tokens
+        finally:
+            e.close()
+
+    here = index("here")
+    assert not started
+    monkeypatch.setattr(parse_jobs, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(write_batch, "AHEAD_BATCH", 8)
+    monkeypatch.setattr(write_batch, "_embed", at_write)
+    pooled = index("pooled")
+    if (parse_jobs.os.cpu_count() or 1) > 1:
+        assert started, "the workers parsed"
+        assert sum(embedded_at_write) < here[0] // 4  # the rest was made as the files came
+    assert pooled == here and len(here[1]) > 20
 
 
 def test_a_script_without_a_main_guard_can_parse_in_workers(tmp_path: Path) -> None:

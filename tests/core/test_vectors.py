@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from tui_search.core.errors import IndexError_
-from tui_search.core.vectors import LIST_FILE, VectorIndex, adopt_file
+from tui_search.core.vectors import EXACT_MAX_VECTORS, LIST_FILE, VectorIndex, adopt_file
 
 
 def _unit(rng: np.random.Generator, n: int, dim: int) -> np.ndarray:
@@ -59,6 +59,41 @@ def test_mapped_until_the_first_write(tmp_path: Path) -> None:
     assert fresh.mapped and 6000 in fresh
     assert reader.refresh()
     assert reader.mapped and len(reader) == 3001 and 1 in reader
+
+
+def _walk_recall(index: VectorIndex, vecs: np.ndarray, queries: np.ndarray) -> float:
+    """Share of each query's 10 exact nearest found by walking the graph of the index's part
+    (its tail, or its one mapped shard)."""
+    part = index._parts()[1][0]
+    exact = part.search(queries, 10, exact=True).keys
+    walked = part.search(queries, 10).keys
+    return float(np.mean([len(set(a) & set(b)) / 10 for a, b in zip(exact, walked, strict=True)]))
+
+
+def test_a_small_tail_grown_past_exact_scoring_is_walkable(tmp_path: Path) -> None:
+    """A tail small enough to be scored exactly is built at the least expansion; the write
+    that takes it past gets a graph a search can walk, whatever the steps it grew by, in this
+    process and in the next."""
+    rng = np.random.default_rng(3)
+    dim, n = 64, EXACT_MAX_VECTORS + 1000
+    vecs = _unit(rng, n, dim)
+    queries = vecs[:300] + 0.4 * _unit(rng, 300, dim)
+    at_once = VectorIndex(tmp_path / "once", dim)
+    at_once.upsert(_keys(1, n + 1), vecs)
+    reference = _walk_recall(at_once, vecs, queries)
+    assert reference > 0.9
+
+    grown = VectorIndex(tmp_path / "grown", dim)
+    grown.upsert(_keys(1, 1501), vecs[:1500])  # scored exactly: the least expansion
+    grown.save()
+    again = VectorIndex(tmp_path / "grown", dim)  # the next process grows it
+    again.upsert(_keys(1501, n + 1), vecs[1500:])
+    assert len(again) == n
+    assert _walk_recall(again, vecs, queries) > reference - 0.05
+    keys, rows = again.get(_keys(1, 4))
+    assert keys.tolist() == [1, 2, 3] and np.allclose(rows, vecs[:3], atol=1e-2)
+    again.save()
+    assert _walk_recall(VectorIndex(tmp_path / "grown", dim), vecs, queries) > reference - 0.05
 
 
 def test_a_writer_holds_at_most_one_shard_in_memory(tmp_path: Path) -> None:

@@ -12,13 +12,16 @@ import re
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
-
-import networkx as nx
+from typing import TYPE_CHECKING, Any
 
 from tui_search.core.chunking import Link, doc_id_for
 from tui_search.core.records import FileRecord
 from tui_search.core.workspace import MARKDOWN_SUFFIXES
+
+# networkx (~80 ms to import) loads with the first graph algorithm: the writer counts
+# references without it
+if TYPE_CHECKING:
+    import networkx as nx
 
 FOLDER_INDEX_NAMES = ("readme", "index", "_index")
 LOUVAIN_SEED = 42
@@ -333,6 +336,8 @@ class LinkGraph:
     def undirected(self) -> nx.Graph:
         """Documents linked in either direction; edge weight = number of links between them."""
         if self._undirected is None:
+            import networkx as nx
+
             g = nx.Graph()
             g.add_nodes_from(self.files)
             for src, targets in self._out.items():
@@ -346,6 +351,8 @@ class LinkGraph:
 
     def within(self, path: str, depth: int = 1) -> dict[str, int]:
         """Documents within ``depth`` link hops of ``path`` (either direction) -> distance; not path."""
+        import networkx as nx
+
         g = self.undirected()
         if path not in g or depth < 1:
             return {}
@@ -355,6 +362,8 @@ class LinkGraph:
     def communities(self, min_size: int = 2) -> list[Community]:
         """Louvain communities (networkx, fixed seed), largest first; singletons left out."""
         if self._communities is None:
+            import networkx as nx
+
             g = self.undirected()
             found: list[set[str]] = []
             if g.number_of_edges():

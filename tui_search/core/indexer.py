@@ -47,10 +47,12 @@ from tui_search.core.workspace import (
     valid_name,
 )
 from tui_search.core.write_batch import (
-    batch_vectors,
+    EmbeddedAhead,
     chunk_record,
+    make_vectors,
     missing_vectors,
     plan_batch,
+    vector_work,
     write_indexes,
 )
 
@@ -487,7 +489,10 @@ class Indexer:
         force_left = set(force or ())
         total = len(to_check)
         jobs = self._parse_jobs(to_check, known, exists, force or set())
-        outcomes = run_jobs(jobs, parse_workers(jobs))
+        workers = parse_workers(jobs)
+        outcomes = run_jobs(jobs, workers)
+        # this process embeds what the workers parse, as they hand it back
+        ahead = EmbeddedAhead(self.store, self.embedder) if workers else None
         batch_started = time.monotonic()
         with contextlib.closing(outcomes):  # (the workers stop if a write fails)
             for i, outcome in enumerate(outcomes):
@@ -497,7 +502,7 @@ class Indexer:
                     or batch_chars >= INDEX_BATCH_CHARS
                     or time.monotonic() - batch_started >= INDEX_BATCH_SECONDS
                 ):
-                    self._write(parsed, [], touched, tally, emit, force_left, last=False)
+                    self._write(parsed, [], touched, tally, emit, force_left, ahead, last=False)
                     parsed, touched = [], []
                     batch_docs = {}
                     batch_chunks = batch_chars = 0
@@ -538,10 +543,12 @@ class Indexer:
                 for w in warnings:
                     skipped.append(Skipped(info.rel_path, f"indexed with a warning: {w}"))
                 parsed.append((_file_record(outcome, parsed_doc, warnings), parsed_doc.chunks))
+                if ahead is not None:
+                    ahead.add(parsed_doc.chunks)
                 batch_chunks += len(parsed_doc.chunks)
                 batch_chars += outcome.text_chars
         emit(Progress("parse", total, total))
-        self._write(parsed, removed, touched, tally, emit, force_left, last=True)
+        self._write(parsed, removed, touched, tally, emit, force_left, ahead, last=True)
 
     def _parse_jobs(
         self,
@@ -604,12 +611,14 @@ class Indexer:
         tally: _Tally,
         emit: ProgressCallback,
         force: set[str],
+        ahead: EmbeddedAhead | None = None,
         *,
         last: bool,
     ) -> None:
         """One batch: manifest ``dirty``, Whoosh, usearch, then the manifest rows. ``force``
         holds the paths a crashed run left dirty and not yet rewritten: they stay recorded as
-        dirty until a batch rewrites them (or the last batch ends)."""
+        dirty until a batch rewrites them (or the last batch ends). ``ahead``: vectors made
+        for the batch's chunks while it was read (what is left of them is dropped)."""
         if touched and not parsed and not removed:
             with self.store.transaction() as conn:
                 self.store.touch_files(conn, touched)
@@ -619,11 +628,20 @@ class Indexer:
         in_flight = changed_paths + removed
         self.store.set_meta("dirty", json.dumps(sorted(set(in_flight) | force)))
         plan = plan_batch(self.store, parsed, removed, force)
-        vectors = batch_vectors(self.store, self.embedder, parsed, set(in_flight), emit)
-        tally.embedded += vectors.embedded
+        work = vector_work(self.store, parsed, set(in_flight))
         emit(Progress("write", 0, 1, "writing indexes"))
-        records = [chunk_record(c) for c in vectors.chunks if c.key in plan.lexical_add]
-        write_indexes(self.lexical, self.vectors, plan, records, vectors)
+        records = [chunk_record(c) for c in work.chunks if c.key in plan.lexical_add]
+        # (the vectors are made on a thread: its progress is not reported)
+        vectors = write_indexes(
+            self.lexical,
+            self.vectors,
+            plan,
+            records,
+            lambda: make_vectors(work, self.embedder, lambda p: None, ahead),
+        )
+        if ahead is not None:
+            ahead.clear()
+        tally.embedded += vectors.embedded
         tally.wrote = True
         # the vector file is not rewritten: the touched vector keys are logged with the rows
         # (O(change)); other processes replay the log, and it is folded into the file now and then

@@ -16,7 +16,11 @@ What a process holds in memory on top of the maps:
 - the **tail**: the last shard, loaded and growing, in the process that writes (the indexer,
   under the writer lock). New vectors are added to its graph once, where they will live;
   when it reaches SHARD_MAX vectors it is saved and mapped, and a new tail begins. Indexing
-  memory is therefore bounded by a shard, not by the workspace.
+  memory is therefore bounded by a shard, not by the workspace. A shard of at most
+  EXACT_MAX_VECTORS vectors is always scored exactly, never walked: while the tail is that
+  small its graph is built at the least expansion (a search of one candidate per insert, a
+  tenth of the CPU: 1,600 vectors in 0.02 s instead of 0.25 s), and built again at full
+  expansion, once, by the write that takes it past.
 - the **overlay**: vectors another process wrote since the last save, replayed from the
   manifest's log (``replay``), scored exactly (no graph) until a writer folds them in.
 - per mapped shard, the keys whose copy there is stale (written again or removed since the
@@ -54,6 +58,10 @@ SHARD_MAX = 65_536
 #: Vectors are added this many at a time, the lock released in between, so a search running
 #: beside a long write waits for one slice, not for the whole batch.
 ADD_SLICE = 1_024
+#: The graph's expansion when adding: full for a graph that searches walk, the least for one
+#: they never do (a small tail, the overlay: both scored exactly).
+EXPANSION_ADD = 128
+EXPANSION_UNWALKED = 1
 LIST_FILE = "shards.json"
 SUFFIX = ".usearch"
 
@@ -97,20 +105,22 @@ class VectorIndex:
         self._stamp: tuple[int, int] | None = None
         self._shards: list[_Shard] = []
         self._tail: Index | None = None
+        #: the tail's graph was built at the least expansion (walking it would miss vectors)
+        self._tail_unwalkable = False
         self._tail_dirty = False
         self._tail_name = ""  # the file the tail was last saved to ("" if never)
-        self._overlay = self._new()  # in memory, searched exactly (never walked)
+        self._overlay = self._new(walked=False)  # in memory, searched exactly (never walked)
         self._serial = 0
         self._open_list()
 
     # -- files ----------------------------------------------------------------------------
-    def _new(self) -> Index:
+    def _new(self, *, walked: bool = True) -> Index:
         return Index(
             ndim=self.dim,
             metric="cos",
             dtype="f16",
             connectivity=16,
-            expansion_add=128,
+            expansion_add=EXPANSION_ADD if walked else EXPANSION_UNWALKED,
             expansion_search=200,
         )
 
@@ -174,7 +184,7 @@ class VectorIndex:
             self._tail = None
             self._tail_dirty = False
             self._tail_name = ""
-            self._overlay = self._new()
+            self._overlay = self._new(walked=False)
             return
         raise IndexError_(f"the vector index at {self.folder} is unreadable: {last_error}")
 
@@ -238,11 +248,12 @@ class VectorIndex:
 
     def _writable_tail(self) -> Index:
         """The tail: the last saved shard loaded into memory when it has room (its stale keys
-        taken out), else a new one."""
+        taken out), else a new one. A tail of at most EXACT_MAX_VECTORS vectors adds at the
+        least expansion (``_walkable_tail`` builds its graph again when it grows past)."""
         if self._tail is None:
             last = self._shards[-1] if self._shards else None
             if last is not None and len(last.index) < self.shard_max:
-                tail = self._new()
+                tail = self._new(walked=len(last.index) > EXACT_MAX_VECTORS)
                 try:
                     tail.load(str(self.folder / last.name))
                 except Exception as exc:  # noqa: BLE001
@@ -255,11 +266,29 @@ class VectorIndex:
                 self._tail_dirty = bool(last.stale)
                 self._tail_name = last.name
             else:
-                tail = self._new()
+                tail = self._new(walked=False)
                 self._tail_dirty = False
                 self._tail_name = ""
             self._tail = tail
+            self._tail_unwalkable = len(tail) <= EXACT_MAX_VECTORS
         return self._tail
+
+    def _walkable_tail(self) -> Index:
+        """The tail's vectors in a graph built at full expansion (under the lock): the tail
+        is about to outgrow exact scoring, and its graph was built for it."""
+        assert self._tail is not None
+        old = self._tail
+        tail = self._new()
+        if len(old):
+            keys = np.asarray(old.keys, dtype=np.uint64)
+            rows = old.get(keys)
+            if isinstance(rows, tuple):
+                rows = np.stack(list(rows))  # type: ignore[arg-type]
+            tail.add(keys, np.asarray(rows, dtype=np.float32))
+            self._tail_dirty = True
+        self._tail = tail
+        self._tail_unwalkable = False
+        return tail
 
     def _seal_tail(self) -> None:
         """Save the full tail as a shard and map it (its memory is released)."""
@@ -285,6 +314,8 @@ class VectorIndex:
                 end = min(len(keys), start + min(ADD_SLICE, self.shard_max - len(tail)))
                 part = keys[start:end]
                 self._forget(part)
+                if self._tail_unwalkable and len(tail) + len(keys) - start > EXACT_MAX_VECTORS:
+                    tail = self._walkable_tail()
                 tail.add(part, vectors[start:end])
                 self._tail_dirty = True
                 if len(tail) >= self.shard_max:
@@ -313,10 +344,11 @@ class VectorIndex:
         """Empty (the next save removes the files)."""
         with self._lock:
             self._shards = []
-            self._tail = self._new()
+            self._tail = self._new(walked=False)
+            self._tail_unwalkable = True
             self._tail_dirty = True
             self._tail_name = ""
-            self._overlay = self._new()
+            self._overlay = self._new(walked=False)
 
     def save(self) -> None:
         """Fold what is held in memory into the saved shards and replace the list."""
@@ -325,7 +357,7 @@ class VectorIndex:
             if len(self._overlay):
                 keys = np.asarray(self._overlay.keys, dtype=np.uint64)
                 rows = np.asarray(self._overlay.get(keys), dtype=np.float32)
-                self._overlay = self._new()
+                self._overlay = self._new(walked=False)
                 self.upsert(keys, rows)
             shards: list[_Shard] = []
             for shard in self._shards:

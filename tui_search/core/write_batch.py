@@ -6,6 +6,7 @@ it in its crash-safe order.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -21,6 +22,10 @@ from tui_search.core.vectors import VectorIndex
 
 #: Texts embedded per call of the model.
 EMBED_BATCH = 2048
+#: Texts embedded per call while worker processes parse (``EmbeddedAhead``): small enough
+#: that the workers' queued tasks outlast it (a call of 128 takes ~30 ms, the tasks handed
+#: out ahead ~50 ms of parsing), so they never wait for the indexing process.
+AHEAD_BATCH = 128
 
 
 @dataclass
@@ -48,6 +53,52 @@ class BatchVectors:
     tokens: list[np.ndarray] | None
     token_hashes: list[str]
     embedded: int
+
+
+class EmbeddedAhead:
+    """Texts embedded before their write batch is worked out: while worker processes parse
+    a large read, the indexing process would only wait for them; it embeds the chunks they
+    hand back instead (``Indexer._apply``), AHEAD_BATCH texts a call, leaving out those whose
+    content hash has a stored vector. Embedding is per text, so a vector made here is the one
+    the batch would make. ``embed`` takes them as it uses them; ``clear`` drops the rest."""
+
+    def __init__(self, store: Store, embedder: Embedder) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.by_text: dict[str, tuple[np.ndarray, np.ndarray | None]] = {}
+        self._pending: list[Chunk] = []
+
+    def add(self, chunks: list[Chunk]) -> None:
+        self._pending.extend(chunks)
+        if len(self._pending) >= AHEAD_BATCH:
+            self._embed_pending()
+
+    def _embed_pending(self) -> None:
+        pending, self._pending = self._pending, []
+        stored = self.store.vectors_by_hash({c.content_hash for c in pending})
+        texts = list(
+            dict.fromkeys(
+                c.embedding_text
+                for c in pending
+                if c.content_hash not in stored and c.embedding_text not in self.by_text
+            )
+        )
+        if not texts:
+            return
+        if isinstance(self.embedder, TokenEmbedder):
+            vecs, ids = self.embedder.encode_with_tokens(texts)
+            self.by_text.update(zip(texts, zip(vecs, ids, strict=True), strict=True))
+        else:
+            vecs = self.embedder.encode(texts)
+            self.by_text.update((t, (v, None)) for t, v in zip(texts, vecs, strict=True))
+
+    def take(self, texts: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray | None]]:
+        """The vectors (and token ids) made for any of ``texts``, taken out."""
+        return {t: got for t in texts if (got := self.by_text.pop(t, None)) is not None}
+
+    def clear(self) -> None:
+        self.by_text.clear()
+        self._pending = []
 
 
 def chunk_record(c: Chunk) -> ChunkRecord:
@@ -101,32 +152,52 @@ def plan_batch(
     return plan
 
 
-def batch_vectors(
-    store: Store,
-    embedder: Embedder,
-    parsed: list[tuple[FileRecord, list[Chunk]]],
-    in_flight: set[str],
-    emit: ProgressCallback,
-) -> BatchVectors:
+@dataclass(frozen=True)
+class VectorWork:
+    """What a batch's vectors take, read from the manifest before the write: its chunks, the
+    stored vectors they reuse by content hash, the chunks to embed, and the chunks elsewhere
+    whose vector is missing."""
+
+    chunks: list[Chunk]
+    reuse: dict[str, np.ndarray]
+    to_embed: list[Chunk]
+    missing: list[ChunkRecord]
+
+
+def vector_work(
+    store: Store, parsed: list[tuple[FileRecord, list[Chunk]]], in_flight: set[str]
+) -> VectorWork:
     """A vector for every chunk of the batch: any stored vector with the same content hash
     is reused (unchanged sections, renamed or moved files, duplicated text), the rest is
-    embedded, with the chunks elsewhere whose vector is missing (model change, earlier
-    failure)."""
+    embedded (``make_vectors``), with the chunks elsewhere whose vector is missing (model
+    change, earlier failure)."""
     chunks: list[Chunk] = [c for _, file_chunks in parsed for c in file_chunks]
     reuse = store.vectors_by_hash({c.content_hash for c in chunks})
     to_embed = [c for c in chunks if c.content_hash not in reuse]
     missing = missing_vectors(store, exclude_paths=in_flight)
+    return VectorWork(chunks, reuse, to_embed, missing)
+
+
+def make_vectors(
+    work: VectorWork,
+    embedder: Embedder,
+    emit: ProgressCallback,
+    ahead: EmbeddedAhead | None = None,
+) -> BatchVectors:
+    """The batch's vectors (``vector_work``): what is not reused is embedded, or taken from
+    ``ahead``. Reads nothing from the manifest: it runs beside the full-text write."""
+    to_embed, missing, reuse = work.to_embed, work.missing, dict(work.reuse)
     texts = [c.embedding_text for c in to_embed] + [r.embedding_text for r in missing]
-    embedded, tokens = embed(embedder, texts, emit)
+    embedded, tokens = embed(embedder, texts, emit, ahead)
     by_key: dict[str, np.ndarray] = {}
     for c, vec in zip(to_embed, embedded[: len(to_embed)], strict=True):
         by_key[c.key] = vec
         reuse.setdefault(c.content_hash, vec)
-    for c in chunks:
+    for c in work.chunks:
         if c.key not in by_key:
             by_key[c.key] = reuse[c.content_hash]
     return BatchVectors(
-        chunks=chunks,
+        chunks=work.chunks,
         by_key=by_key,
         missing=missing,
         missing_vectors=embedded[len(to_embed) :],
@@ -141,12 +212,14 @@ def write_indexes(
     vector_index: VectorIndex,
     plan: BatchPlan,
     records: list[ChunkRecord],
-    vectors: BatchVectors,
-) -> None:
-    """Whoosh and usearch; the vector graph is built (native code, the GIL released) while
-    Whoosh writes."""
+    vectors_of: Callable[[], BatchVectors],
+) -> BatchVectors:
+    """Whoosh and usearch: on a thread beside the full-text write (pure Python, on this
+    one), the batch's vectors are made (``vectors_of``: the tokenizer and the vector graph
+    are native code that releases the GIL) and added to the vector graph. Returns them."""
 
-    def write_vectors() -> None:
+    def write_vectors() -> BatchVectors:
+        vectors = vectors_of()
         vector_index.remove(plan.old_vkeys)
         if records:
             vector_index.upsert(
@@ -158,13 +231,15 @@ def write_indexes(
                 np.array([r.vkey for r in vectors.missing], dtype=np.uint64),
                 np.asarray(vectors.missing_vectors),
             )
+        return vectors
 
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="vectors") as pool:
         vectors_done = pool.submit(write_vectors)
         try:
             lexical.write(plan.lexical_delete_paths, records, delete_keys=plan.lexical_delete_keys)
         finally:
-            vectors_done.result()
+            vectors = vectors_done.result()
+    return vectors
 
 
 def missing_vectors(store: Store, exclude_paths: set[str] | None = None) -> list[ChunkRecord]:
@@ -179,10 +254,37 @@ def missing_vectors(store: Store, exclude_paths: set[str] | None = None) -> list
 
 
 def embed(
-    embedder: Embedder, texts: list[str], emit: ProgressCallback
+    embedder: Embedder,
+    texts: list[str],
+    emit: ProgressCallback,
+    ahead: EmbeddedAhead | None = None,
 ) -> tuple[np.ndarray, list[np.ndarray] | None]:
     """Vectors of ``texts``, and their distinct token ids when the embedder has tokens
-    (one tokenisation serves both)."""
+    (one tokenisation serves both); those ``ahead`` made already are taken from it."""
+    made = ahead.take(texts) if ahead is not None else {}
+    if not made:
+        return _embed(embedder, texts, emit)
+    todo = [t for t in texts if t not in made]
+    vecs, ids = _embed(embedder, todo, emit)
+    out = np.empty((len(texts), embedder.dim), dtype=np.float32)
+    tokens: list[np.ndarray] | None = [] if ids is not None else None
+    j = 0
+    for i, text in enumerate(texts):
+        got = made.get(text)
+        if got is None:
+            out[i] = vecs[j]
+            tok = ids[j] if ids is not None else None
+            j += 1
+        else:
+            out[i], tok = got
+        if tokens is not None and tok is not None:
+            tokens.append(tok)
+    return out, tokens
+
+
+def _embed(
+    embedder: Embedder, texts: list[str], emit: ProgressCallback
+) -> tuple[np.ndarray, list[np.ndarray] | None]:
     parts = [np.zeros((0, embedder.dim), dtype=np.float32)]
     tokens: list[np.ndarray] | None = [] if isinstance(embedder, TokenEmbedder) else None
     for i in range(0, len(texts), EMBED_BATCH):
