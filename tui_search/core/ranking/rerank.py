@@ -2,8 +2,9 @@
 
 The static model (model2vec) finds the candidates in a few milliseconds; a 6-layer BERT
 sentence encoder (all-MiniLM-L6-v2, shipped int8 in ``models/reranker``, built by
-``scripts/build_reranker.py``) then reads the question and each of the top ``depth`` sections
-as sentences, and its cosine is mixed into their scores::
+``scripts/build_reranker.py``) then reads the question and each section of the head as
+sentences (the top ``depth``; for a short query also the semantic arm's best sections below
+them, ``head_positions``), and its cosine is mixed into their scores::
 
     score' = (1 - weight) x score + weight x cos' x best score
 
