@@ -106,8 +106,8 @@ def test_a_deep_answer_the_keyword_arm_misses_is_reread_and_rises(
     head_only = _ranked(workspace, tmp_path / "head", rerank_semantic_depth=0)
     assert _at(head_only) >= 20
     assert head_only[_at(head_only)].rerank_cosine is None
-    # the semantic arm ranks it among its best: the encoder reads it, finds it the best
-    # answer of all, and it rises past the notes it shares only words with
+    # the semantic arm ranks it among its best: the encoder reads it, finds it as good an
+    # answer as any it reads, and it rises past the notes it shares only words with
     ranked = _ranked(workspace, tmp_path / "deep")
     answer = ranked[_at(ranked)]
     read = [s for s in ranked if s.rerank_cosine is not None]
