@@ -193,6 +193,12 @@ class RankingParams:
     rerank_weight: float = knob(
         0.3, "share of a re-read section's score taken from the encoder's cosine", "re-ranker"
     )
+    rerank_semantic_depth: int = knob(
+        30,
+        "a short query's head also re-reads the sections the semantic arm ranks within this "
+        "many (0 = none)",
+        "deep-answers",
+    )
 
     def replace(self, **changes: Any) -> RankingParams:
         return dataclasses.replace(self, **changes)

@@ -140,6 +140,9 @@ class Steps:
     #: The re-ranker re-reads the head: hybrid mode, and a search by meaning (``similar:``,
     #: ``like:``) in any mode that runs the semantic arm.
     rerank: bool = False
+    #: The semantic arm's best this many join the re-read head (0 for a query of more than
+    #: ``name_match_words`` words; ``rerank.head_positions``).
+    rerank_semantic_depth: int = 0
 
     @classmethod
     def resolve(
@@ -181,6 +184,7 @@ class Steps:
             long_share=long_share,
             listing=plan.listing,
             rerank=policy.rerank or (semantic and bool(plan.similar or plan.like)),
+            rerank_semantic_depth=params.rerank_semantic_depth if short else 0,
         )
 
     def describe(self, reranked_with: RankingParams | None = None) -> str:
@@ -232,8 +236,10 @@ class Steps:
                 f"question: cosines {rules.centering:g} centred{likelihood})"
             )
         if reranked_with is not None:
+            deep = self.rerank_semantic_depth
+            also = f" with the semantic arm's best {deep} below them" if deep > 0 else ""
             said.append(
-                f"the best {reranked_with.rerank_depth} re-read by a sentence encoder "
+                f"the best {reranked_with.rerank_depth}{also} re-read by a sentence encoder "
                 f"({reranked_with.rerank_weight:g} of their score from its cosine)"
             )
         return ", ".join(said)

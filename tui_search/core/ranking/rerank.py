@@ -2,8 +2,9 @@
 
 The static model (model2vec) finds the candidates in a few milliseconds; a 6-layer BERT
 sentence encoder (all-MiniLM-L6-v2, shipped int8 in ``models/reranker``, built by
-``scripts/build_reranker.py``) then reads the question and each of the top ``depth`` sections
-as sentences, and its cosine is mixed into their scores::
+``scripts/build_reranker.py``) then reads the question and each section of the head as
+sentences (the top ``depth``; for a short query also the semantic arm's best sections below
+them, ``head_positions``), and its cosine is mixed into their scores::
 
     score' = (1 - weight) x score + weight x cos' x best score
 
@@ -314,6 +315,25 @@ def mix(scores: list[float], cosines: np.ndarray, weight: float, floor: float) -
     ]
 
 
+def head_positions(ranked: Sequence[Scored], depth: int, semantic_depth: int) -> list[int]:
+    """The positions in ``ranked`` (sorted, best first) of the sections the encoder re-reads:
+    the best ``depth``, and every section further down that the semantic arm ranks within
+    ``semantic_depth``. A section its meaning finds but none of the question's words (a
+    setting one heading deep in a long page: "Font size" for "make the text bigger") takes
+    no keyword score in the fusion and ranks far below its cosine; read by the encoder, it
+    is weighed by what it says (docs/ranking.md#deep-answers)."""
+    if depth <= 0:
+        return []
+    at = list(range(min(depth, len(ranked))))
+    if semantic_depth > 0:
+        at += [
+            i
+            for i in range(len(at), len(ranked))
+            if (r := ranked[i].semantic_rank) is not None and r <= semantic_depth
+        ]
+    return at
+
+
 def withdraw_names(head: list[Scored], cosines: np.ndarray, share: float) -> None:
     """The name match read again by the encoder: a document whose name the query says gained
     it when the static model found that it answers (``signals.answers``); where the encoder
@@ -432,17 +452,24 @@ class Reranker:
         return mean / norm if norm > 0 else None
 
     def apply(
-        self, query: Future[np.ndarray] | str | np.ndarray, ranked: list[Scored]
+        self,
+        query: Future[np.ndarray] | str | np.ndarray,
+        ranked: list[Scored],
+        semantic_depth: int = 0,
     ) -> RerankOutcome:
-        """Re-score the head of ``ranked`` (sorted, best first) in place and sort it again."""
-        k = self.params.rerank_depth
-        head = ranked[:k]
+        """Re-score the head of ``ranked`` (sorted, best first) in place and sort it again;
+        the head is the best ``rerank_depth`` and the sections below them the semantic arm
+        ranks within ``semantic_depth`` (``head_positions``)."""
+        at = head_positions(ranked, self.params.rerank_depth, semantic_depth)
+        head = [ranked[i] for i in at]
         if len(head) < 2 or self.params.rerank_weight <= 0:
             return RerankOutcome(False)
         cos, missing = self.cosines(query, [s.key for s in head])
         if cos is None:
             return RerankOutcome(False, missing)
-        floor = ranked[k].score if len(ranked) > k else 0.0
+        chosen = set(at)
+        rest = [s for i, s in enumerate(ranked) if i not in chosen]
+        floor = rest[0].score if rest else 0.0
         withdraw_names(head, cos, self.params.title_answer_share)
         for s, value, raw in zip(
             head,
@@ -451,7 +478,7 @@ class Reranker:
             strict=True,
         ):
             s.rerank_cosine, s.before_rerank, s.score = float(raw), s.score, value
-        ranked[:k] = sorted(head, key=lambda s: (-s.score, s.key))
+        ranked[:] = sorted(head, key=lambda s: (-s.score, s.key)) + rest
         return RerankOutcome(True, missing)
 
     def _vectors(self, keys: list[str]) -> tuple[dict[str, np.ndarray] | None, dict[str, str], int]:

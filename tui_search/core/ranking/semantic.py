@@ -45,6 +45,13 @@ def _file_cosine(cosines: tuple[float, float] | None, centred: float) -> float |
     return _blend(cosines[0], cosines[1], centred) if centred > 0 else cosines[0]
 
 
+def _key_ordered(found: list[tuple[str, float]], depth: int) -> list[tuple[str, float]]:
+    """The best ``depth`` of ``found`` (best first), equal cosines in key order: the arm's
+    ranks (which sections join the re-read head, ``rerank.head_positions``) do not follow the
+    order the vectors were written in."""
+    return sorted(found, key=lambda kv: (-kv[1], kv[0]))[:depth]
+
+
 class SemanticArm:
     """Searches one :class:`~tui_search.core.index.SearchIndex`'s vectors for a query."""
 
@@ -91,8 +98,13 @@ class SemanticArm:
                 if len(vkeys) == 0:
                     return []
                 sims = vecs @ qvec
-                order = np.argsort(-sims, kind="stable")[:depth]
-                return [(by_vkey[int(vkeys[i])], float(sims[i])) for i in order]
+                order = np.argsort(-sims, kind="stable")
+                if len(order) > depth:  # the best depth, and any equal to the last of them
+                    edge = sims[order[depth - 1]]
+                    order = order[: int(np.count_nonzero(sims >= edge))]
+                return _key_ordered(
+                    [(by_vkey[int(vkeys[i])], float(sims[i])) for i in order], depth
+                )
             # a broad filter: search deeper in proportion, keep what the filter allows
             share = len(docs) / max(len(vi), 1)
             k = min(MAX_FILTERED_K, int(depth * 1.5 / max(share, 1e-6)) + 1)
@@ -104,7 +116,7 @@ class SemanticArm:
             found = [f for f, keep in zip(found, ok, strict=True) if keep]
         keys = self.index.store.keys_for_vkeys(v for v, _ in found[: depth * 2])
         # a vector without a chunk is stale (a crash left it): skip it
-        return [(keys[v], sim) for v, sim in found if v in keys][:depth]
+        return _key_ordered([(keys[v], sim) for v, sim in found if v in keys], depth)
 
     def lookup(
         self,
