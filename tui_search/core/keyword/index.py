@@ -38,12 +38,8 @@ from tui_search.core.keyword.snapshot import LexicalSnapshot, section_ordinals_o
 from tui_search.core.ranking.params import RankingParams
 from tui_search.core.records import ChunkRecord, vector_key
 
-#: Writes of at least this many chunks use Whoosh's multi-process writer (and decode the new
-#: segments' postings in worker processes). Below it, one process writes, the vector graph
-#: beside it on a thread. Cold indexes, 2 cores, whole process trees, alternating (busy host):
-#: the English tldr pages (7,461 chunks) 34.6 s wall / 17.9 s CPU in one process against
-#: 37.3 / 19.0 s with writer processes; the Rust RFCs (11,942) 78.0 / 25.7 against 50.5 / 26.7.
-BULK_WRITE = 10_000
+#: Writes of at least this many chunks use Whoosh's multi-process writer.
+BULK_WRITE = 5000
 #: How long a process waits for another one that is creating the same new full-text index.
 CREATE_RACE_TIMEOUT = 10.0
 
