@@ -131,3 +131,20 @@ def test_only_a_short_query_reads_the_semantic_arms_best_too() -> None:
     steps = Steps.resolve(plan_plain(long), "hybrid", params, soft_capable=True)
     assert steps.rerank_semantic_depth == 0
     assert "semantic arm's best" not in steps.describe(params)
+
+
+def _listed(workspace: Path, index: Path, **knobs: object) -> list[str]:
+    settings = Settings(workspace=workspace, index_dir=index).replace(**knobs)
+    with SearchEngine(settings) as engine:
+        engine.build()
+        engine.make_rerank_vectors()
+        results = engine.search(QUESTION, mode="hybrid", limit=50)
+        assert results.reranked
+        return [h.section_id for h in results.hits]
+
+
+def test_a_deep_answer_the_encoder_reads_as_one_is_listed(workspace: Path, tmp_path: Path) -> None:
+    # no word of the question and a static cosine under the match floor: only the encoder's
+    # cosine makes it a match (``match_rerank_floor``), so the app and the CLI list it
+    assert ANSWER in _listed(workspace, tmp_path / "listed")
+    assert ANSWER not in _listed(workspace, tmp_path / "off", match_rerank_floor=2.0)

@@ -37,6 +37,9 @@ class RankingParams:
         True, "each section is one result, at its best chunk", "one-result-per-section"
     )
     match_floor: float = knob(0.4, "a semantic neighbour is a match from this cosine on", "matches")
+    match_rerank_floor: float = knob(
+        0.5, "a section the re-ranker read is a match from this encoder cosine on", "matches"
+    )
     match_min_words: int = knob(
         2,
         "a keyword hit is a match when it holds this many of the query's words (or all)",

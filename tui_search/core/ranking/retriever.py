@@ -300,6 +300,13 @@ class Retriever:
                     section_of(s.key) for s, hit in zip(ranked, also.tolist(), strict=True) if hit
                 ]
                 matches = matches | frozenset(extra)
+            if reranker is not None:  # the encoder read it as an answer (a deep answer)
+                floor = params.match_rerank_floor
+                matches = matches | frozenset(
+                    section_of(s.key)
+                    for s in ranked
+                    if s.rerank_cosine is not None and s.rerank_cosine >= floor
+                )
         plain_text = plan.plain_text if steps.policy.keyword_arm else None
         qvec = arms.qvec if like_vector is None else None
         return Ranking(
