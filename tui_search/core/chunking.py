@@ -155,7 +155,7 @@ def _parse_inline(tokens: list[Token], env: dict[str, Any]) -> int:
     md = _markdown()
     budget = INLINE_MARK_BUDGET
     plain = 0
-    for tok in tokens:
+    for i, tok in enumerate(tokens):
         if tok.type != "inline":
             continue
         marks = len(_MARKS_RE.findall(tok.content)) if len(tok.content) <= MAX_INLINE_CHARS else 0
@@ -167,6 +167,10 @@ def _parse_inline(tokens: list[Token], env: dict[str, Any]) -> int:
         if not marks:  # nothing inline markup could make of it: the text is the content
             tok.children = [Token("text", "", 0, content=tok.content)]
             continue
+        spans = _code_spans_only(tok.content) if i and tokens[i - 1].type != "heading_open" else None
+        if spans is not None:
+            tok.children = [Token("code_inline", "code", 0, content=_code_span_text(c)) for c in spans]
+            continue
         children: list[Token] = []
         md.inline.parse(tok.content, md, env, children)
         for child in children:
@@ -174,6 +178,36 @@ def _parse_inline(tokens: list[Token], env: dict[str, Any]) -> int:
                 child.type = "text"
         tok.children = children
     return plain
+
+
+#: What a paragraph's inline markup is read for (``_collect_inline``): tags and wikilinks in its
+#: text, the names its code spans call, the targets of its links, and whether it is made of
+#: anchor tags only. Outside code spans, a text without ``#`` (tags; ``&`` can spell one),
+#: ``[`` (links, wikilinks) and ``<`` (autolinks, HTML) holds none of them but its code spans.
+_READ_MARKS_RE = re.compile(r"[#\[<&]")
+_CODE_SPAN_RE = re.compile(r"`([^`]*)`")
+
+
+def _code_spans_only(content: str) -> list[str] | None:
+    """The code spans of an inline text when they are all its markup can give
+    ``_collect_inline``, else None (the text is parsed). Only texts whose backticks are all
+    single and that have no backslash escapes are read here: there a code span is two
+    backticks in turn, as CommonMark pairs them, and nothing else (emphasis, strikethrough,
+    line breaks) changes what ``_collect_inline`` reads."""
+    if "\\" in content or "``" in content:
+        return None
+    if _READ_MARKS_RE.search(_CODE_SPAN_RE.sub("", content)):
+        return None
+    return _CODE_SPAN_RE.findall(content)
+
+
+def _code_span_text(code: str) -> str:
+    """A code span's text as markdown-it makes it: line ends as spaces, one space taken from
+    both ends when both are spaces (and it is not all spaces)."""
+    code = code.replace("\n", " ")
+    if code.startswith(" ") and code.endswith(" ") and code.strip(" "):
+        return code[1:-1]
+    return code
 
 
 def _hash(text: str) -> str:
