@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from tui_search.core.chunking import (
@@ -252,3 +252,41 @@ def test_markdown_structures_never_crash(sections: list[tuple[str, str, str]]) -
     text = "\n\n".join(f"{h} {title}\n\n{body}" for h, title, body in sections)
     d = parse_document(text, "s.md")
     assert all(c.doc == "s" for c in d.chunks)
+
+
+#: Pieces of inline markup whose mixes the code-span reading must read as the inline parser
+#: does: code spans of every length, escapes, tags, links, wikilinks, anchors, entities,
+#: emphasis and line breaks.
+INLINE_PIECES = [
+    "`", "``", "\\", "#t", "[[n]]", "[l](b.md)", "[r]", "*", "_", "~~", '<a name="x">',
+    '<a title="`">', "<https://e.org>", "&#35;t", "&num;t", "&lbrack;&lbrack;n]]", "&amp;", " ",
+    "\n", "ls", "| grep",
+]  # fmt: skip
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(st.sampled_from(INLINE_PIECES), min_size=1, max_size=9))
+@example(["\\", "`", "ls", "`"])
+@example(["`", "ls", "`", "&num;t"])
+@example(["`", "ls", "`", " ", "#t"])
+@example(["`", "ls", "`", "[r]"])
+@example(['<a title="`">', "ls", "`"])
+@example(["`", " ", "ls", " ", "`"])
+@example(["`", "ls", "\n", "| grep", "`"])
+@example(["``", "ls", "`", "`"])
+def test_code_spans_read_without_the_inline_parser_as_with_it(pieces: list[str]) -> None:
+    """A paragraph read for its code spans alone gives the document the inline parser
+    gives: the same tags, links, code names and anchors."""
+    import tui_search.core.chunking as chunking
+
+    text = f"# Title\n\n{''.join(pieces)}\n\n[r]: c.md\n"
+    fast = parse_document(text, "a/n.md")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(chunking, "_code_spans_only", lambda content: None)
+        parsed = parse_document(text, "a/n.md")
+    assert fast == parsed
+
+
+def test_code_spans_read_without_the_inline_parser() -> None:
+    doc = parse_document("x\n\nrun `tar xzf a` then ` ls | grep y ` *now*\n", "n.md")
+    assert doc.code_names == ("tar", "ls", "grep")

@@ -167,9 +167,13 @@ def _parse_inline(tokens: list[Token], env: dict[str, Any]) -> int:
         if not marks:  # nothing inline markup could make of it: the text is the content
             tok.children = [Token("text", "", 0, content=tok.content)]
             continue
-        spans = _code_spans_only(tok.content) if i and tokens[i - 1].type != "heading_open" else None
+        spans = (
+            _code_spans_only(tok.content) if i and tokens[i - 1].type != "heading_open" else None
+        )
         if spans is not None:
-            tok.children = [Token("code_inline", "code", 0, content=_code_span_text(c)) for c in spans]
+            tok.children = [
+                Token("code_inline", "code", 0, content=_code_span_text(c)) for c in spans
+            ]
             continue
         children: list[Token] = []
         md.inline.parse(tok.content, md, env, children)

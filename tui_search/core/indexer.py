@@ -19,6 +19,7 @@ import json
 import os
 import sqlite3
 import stat as stat_mod
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -99,6 +100,36 @@ def _file_record(outcome: ParseOutcome, doc: ParsedDocument, warnings: list[str]
         anchors=tuple(doc.anchors.items()),
         code_names=doc.code_names,
     )
+
+
+class _Background:
+    """Work run on a thread once ``start`` is called (at most once), whose end ``join`` waits
+    for, raising what it raised."""
+
+    def __init__(self, work: Callable[[], object]) -> None:
+        self._work = work
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+
+    def _run(self) -> None:
+        try:
+            self._work()
+        except BaseException as exc:  # noqa: BLE001 - raised again by ``join``
+            self._error = exc
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="postings", daemon=True)
+            self._thread.start()
+
+    def join(self, *, reraise: bool = True) -> bool:
+        """Wait for the work; False when it was never started."""
+        if self._thread is None:
+            return False
+        self._thread.join()
+        if self._error is not None and reraise:
+            raise self._error
+        return True
 
 
 class Indexer:
@@ -272,7 +303,15 @@ class Indexer:
                 # the whole records only when something is to be read again
                 known = self.store.files() if to_check else {}
                 exists = discovered.__contains__
-            self._apply(to_check, removed, exists, known, skipped, tally, emit, force=dirty)
+            # the postings of the segments written are decoded while the manifest is written
+            postings = _Background(lambda: self._store_postings(True, before, everything=tables))
+            try:
+                self._apply(
+                    to_check, removed, exists, known, skipped, tally, emit, dirty, postings.start
+                )
+            except BaseException:
+                postings.join(reraise=False)
+                raise
             if changes is None:
                 # files that could not be read are looked at again when they change
                 infos = {f.rel_path: f for f in to_check}
@@ -286,7 +325,8 @@ class Indexer:
                 skipped = [Skipped(p, r) for p, r in self.store.skipped()]
             self._store_references()
         # (segments never change: no need to hold the lock)
-        self._store_postings(tally.wrote, before, everything=tables)
+        if not postings.join():
+            self._store_postings(tally.wrote, before, everything=tables)
         report = self._report(tally, skipped, started, repaired)
         if progress:
             progress(Progress("done", report.chunks, report.chunks))
@@ -480,12 +520,15 @@ class Indexer:
         tally: _Tally,
         emit: ProgressCallback,
         force: set[str] | None = None,
+        lexical_done: Callable[[], None] | None = None,
     ) -> None:
         """Read and parse ``to_check`` and write it in batches of about INDEX_BATCH_CHUNKS
         chunks (or INDEX_BATCH_CHARS characters), so memory is bounded by a batch, not by the
         workspace, and at least every INDEX_BATCH_SECONDS of reading, so a killed run keeps
         what it did; ``removed`` is written with the last batch (its vectors can be reused by
-        files moved elsewhere until then)."""
+        files moved elsewhere until then). ``lexical_done`` is called once the last batch is
+        in the full-text index, before its manifest rows are written (not when nothing was
+        written)."""
         parsed: list[tuple[FileRecord, list[Chunk]]] = []
         touched: list[FileRecord] = []
         batch_docs: dict[str, str] = {}  # document id -> the path of the batch that has it
@@ -552,7 +595,9 @@ class Indexer:
                 batch_chunks += len(parsed_doc.chunks)
                 batch_chars += outcome.text_chars
         emit(Progress("parse", total, total))
-        self._write(parsed, removed, touched, tally, emit, force_left, ahead, last=True)
+        self._write(
+            parsed, removed, touched, tally, emit, force_left, ahead, last=True, done=lexical_done
+        )
 
     def _parse_jobs(
         self,
@@ -618,6 +663,7 @@ class Indexer:
         ahead: EmbeddedAhead | None = None,
         *,
         last: bool,
+        done: Callable[[], None] | None = None,
     ) -> None:
         """One batch: manifest ``dirty``, Whoosh, usearch, then the manifest rows. ``force``
         holds the paths a crashed run left dirty and not yet rewritten: they stay recorded as
@@ -646,6 +692,8 @@ class Indexer:
         )
         if ahead is not None:
             ahead.clear()
+        if done is not None:
+            done()
         tally.embedded += vectors.embedded
         tally.wrote = True
         # the vector file is not rewritten: the touched vector keys are logged with the rows
