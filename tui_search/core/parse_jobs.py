@@ -13,6 +13,7 @@ that ran ahead through the writes made a pathological workspace slower, 61 s -> 
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -102,8 +103,30 @@ def run_jobs(jobs: Sequence[ParseJob], workers: int = 0) -> Generator[ParseOutco
     # (here: a search process never imports multiprocessing)
     from tui_search.core.processes import WorkerPool
 
+    tasks = tasks_of(jobs)
     with WorkerPool(run_task, workers) as pool:
-        for outcomes in pool.map(tasks_of(jobs)):
+        # the workers' server takes a few tenths of a second to start (its imports): this
+        # process parses the first tasks meanwhile
+        failed: list[BaseException] = []
+
+        def start() -> None:
+            try:
+                pool.start()
+            except BaseException as exc:  # noqa: BLE001 - raised again below
+                failed.append(exc)
+
+        starting = threading.Thread(target=start, name="parse-workers", daemon=True)
+        starting.start()
+        done = 0
+        try:
+            while done < len(tasks) and starting.is_alive():
+                yield from run_task(tasks[done])
+                done += 1
+        finally:
+            starting.join()
+        if failed:
+            raise failed[0]
+        for outcomes in pool.map(tasks[done:]):
             yield from outcomes
 
 

@@ -195,6 +195,11 @@ class WorkerPool(Generic[T, R]):
         self.workers = workers
         self.processes: list[Any] = []
 
+    def start(self) -> None:
+        """Start the workers now (``map`` starts them when they are not yet)."""
+        if not self.processes:
+            self._start()
+
     def _start(self) -> None:
         for _ in range(self.workers):
             process = _Worker(target=_serve, args=(self._tasks, self._results, os.getpid()))
