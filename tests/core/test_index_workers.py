@@ -83,7 +83,10 @@ def workspace(tmp_path: Path) -> Path:
     return ws
 
 
-def test_workers_give_the_same_outcomes_in_order(workspace: Path) -> None:
+def test_workers_give_the_same_outcomes_in_order(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(parse_jobs, "TASK_FILES", 4)
     jobs = _jobs(workspace)
     assert len(jobs) > 4 * parse_jobs.TASK_FILES  # several tasks per worker
     here = list(run_jobs(jobs))
@@ -95,6 +98,7 @@ def test_workers_give_the_same_outcomes_in_order(workspace: Path) -> None:
 
 def test_a_dead_worker_loses_nothing(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(processes, "POLL_S", 0.2)
+    monkeypatch.setattr(parse_jobs, "TASK_FILES", 4)  # more tasks than the workers hold
     jobs = _jobs(workspace)
     expected = _summary(list(run_jobs(jobs)))
     here: list[str] = []
@@ -117,7 +121,10 @@ def test_a_dead_worker_loses_nothing(workspace: Path, monkeypatch: pytest.Monkey
     assert len(here) < len(jobs)
 
 
-def test_tasks_are_a_few_files_and_a_large_file_is_a_task_of_its_own(workspace: Path) -> None:
+def test_tasks_are_a_few_files_and_a_large_file_is_a_task_of_its_own(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(parse_jobs, "TASK_FILES", 8)
     jobs = _jobs(workspace)
     sizes = [10, 2_000_000, *([10] * 20), 600_000, 600_000, 10]
     sized = [replace(j, info=replace(j.info, size=n)) for j, n in zip(jobs, sizes, strict=False)]

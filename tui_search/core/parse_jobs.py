@@ -28,8 +28,10 @@ if TYPE_CHECKING:  # (the parser loads with the first file parsed: a search pars
 PARALLEL_MIN_BYTES = 4_000_000
 #: A task handed to a worker holds at most this many files, and stops at the first file that
 #: takes it to ``TASK_BYTES`` (a large file is a task of its own: what a worker holds, and hands
-#: back, is bounded by a few files).
-TASK_FILES = 8
+#: back, is bounded by a few files). Tasks of small files are ~10 ms of parsing (32 tldr pages):
+#: the few a worker is handed ahead outlast an embedding call of the indexing process
+#: (``write_batch.AHEAD_BATCH``), so the workers do not wait for it.
+TASK_FILES = 32
 TASK_BYTES = 1_000_000
 
 
@@ -140,7 +142,7 @@ def parse_workers(jobs: Sequence[ParseJob]) -> int:
     a small read or one core."""
     cores = os.cpu_count() or 1
     size = sum(j.info.size for j in jobs)
-    if cores < 2 or size < PARALLEL_MIN_BYTES or len(jobs) < 2 * TASK_FILES:
+    if cores < 2 or size < PARALLEL_MIN_BYTES or len(tasks_of(jobs)) < 2:
         return 0
     return cores
 
