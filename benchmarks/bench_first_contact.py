@@ -35,6 +35,7 @@ The processes run as on a user's machine, with Python's bytecode cache on.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ctypes
 import json
 import os
@@ -43,6 +44,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -102,25 +104,97 @@ def adopt_orphans() -> None:
     libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
+class CoresAsked:
+    """How many cores this process's children (the tree being timed, orphans included) ask
+    for: every ``STEP`` s, how many of them are in state R (on a core, or ready and waiting
+    for one), at most the host's cores; the mean over the run. Other work on the host does
+    not lower it, as it lowers CPU / wall: a process waiting for a core still asks for it,
+    one waiting for another process does not."""
+
+    STEP = 0.01
+    #: The process tree is listed again every this many samples (a read of all of /proc).
+    RESCAN = 10
+
+    def __init__(self) -> None:
+        self.cores = os.cpu_count() or 1
+        self.samples: list[int] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> CoresAsked:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    @property
+    def mean(self) -> float:
+        return sum(self.samples) / len(self.samples) if self.samples else 0.0
+
+    @staticmethod
+    def _stat(pid: int) -> list[str] | None:
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                return fh.read().rpartition(")")[2].split()
+        except OSError:
+            return None
+
+    def _tree(self) -> list[int]:
+        parents: dict[int, int] = {}
+        for name in os.listdir("/proc"):
+            if name.isdigit() and (fields := self._stat(int(name))) is not None:
+                parents[int(name)] = int(fields[1])
+        tree, grew = {os.getpid()}, True
+        while grew:
+            grew = False
+            for pid, parent in parents.items():
+                if parent in tree and pid not in tree:
+                    tree.add(pid)
+                    grew = True
+        tree.discard(os.getpid())
+        return list(tree)
+
+    def _run(self) -> None:
+        pids: list[int] = []
+        n = 0
+        while not self._stop.wait(self.STEP):
+            if n % self.RESCAN == 0:
+                pids = self._tree()
+            n += 1
+            states = [f[0] for pid in pids if (f := self._stat(pid)) is not None]
+            if states:
+                self.samples.append(min(self.cores, states.count("R")))
+
+
 def run_tree(
-    cmd: Sequence[str], env: dict[str, str], out: Path | None = None
+    cmd: Sequence[str],
+    env: dict[str, str],
+    out: Path | None = None,
+    asked: list[float] | None = None,
 ) -> tuple[float, float, float]:
-    """(wall s, CPU s of the whole process tree, peak RSS MB of the first process)."""
+    """(wall s, CPU s of the whole process tree, peak RSS MB of the first process); the
+    cores it asked for (``CoresAsked``) appended to ``asked`` when given."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     sink = open(out, "wb") if out is not None else subprocess.DEVNULL  # noqa: SIM115
+    sampler = CoresAsked() if asked is not None else contextlib.nullcontext()
     t0 = time.perf_counter()
     try:
-        proc = subprocess.Popen(cmd, stdout=sink, stderr=subprocess.DEVNULL, env=env)
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - t0
+        with sampler:
+            proc = subprocess.Popen(cmd, stdout=sink, stderr=subprocess.DEVNULL, env=env)
+            _, status, usage = os.wait4(proc.pid, 0)
+            wall = time.perf_counter() - t0
+            while True:  # the orphans: a fork server ends when its parent does
+                try:
+                    os.wait4(-1, 0)
+                except ChildProcessError:
+                    break
     finally:
         if out is not None:
             sink.close()  # type: ignore[union-attr]
-    while True:  # the orphans: a fork server ends when its parent does
-        try:
-            os.wait4(-1, 0)
-        except ChildProcessError:
-            break
+    if isinstance(sampler, CoresAsked):
+        asked.append(sampler.mean)  # type: ignore[union-attr]
     code = os.waitstatus_to_exitcode(status)
     if code != 0:
         raise subprocess.CalledProcessError(code, list(cmd))
@@ -150,9 +224,13 @@ class Side:
         return self.scratch / f"index-{tree}"
 
     def run(
-        self, *args: str, env: dict[str, str] | None = None, out: Path | None = None
+        self,
+        *args: str,
+        env: dict[str, str] | None = None,
+        out: Path | None = None,
+        asked: list[float] | None = None,
     ) -> tuple[float, float, float]:
-        return run_tree(self.cmd(*args), {**self.env, **(env or {})}, out)
+        return run_tree(self.cmd(*args), {**self.env, **(env or {})}, out, asked)
 
 
 class Qmd:
@@ -303,11 +381,18 @@ def main() -> int:
     if want("index"):
         for tree, rounds in (("vault", args.index_rounds), ("tldr", args.tldr_index_rounds)):
             cold = {s.name: Timing() for s in sides}
+            asked: dict[str, list[float]] = {s.name: [] for s in sides}
             q = Timing()
 
-            def index_run(side: Side, tree: str = tree, cold: dict[str, Timing] = cold) -> None:
+            def index_run(
+                side: Side,
+                tree: str = tree,
+                cold: dict[str, Timing] = cold,
+                asked: dict[str, list[float]] = asked,
+            ) -> None:
                 shutil.rmtree(side.index_dir(tree), ignore_errors=True)
-                cold[side.name].add(*side.run("index", *ws(tree, side), env=NO_FILL))
+                where = ws(tree, side)
+                cold[side.name].add(*side.run("index", *where, env=NO_FILL, asked=asked[side.name]))
 
             def qmd_run(tree: str = tree, q: Timing = q) -> None:
                 qmd.reset()
@@ -319,7 +404,10 @@ def main() -> int:
             for s in sides:
                 t = cold[s.name]
                 print(line(f"{s.name} index", t, q, "qmd"))
-                print(f"    cores kept busy: CPU / wall = {t.c / t.w:.2f}")
+                print(
+                    f"    cores kept busy: CPU / wall = {t.c / t.w:.2f}; cores asked for "
+                    f"(running or ready, p50): {pct(asked[s.name], 0.5):.2f} of {os.cpu_count()}"
+                )
             if tree == "vault":
                 whoosh_s, encode_s, floor_cpu = floor_of(sides[1].index_dir(tree), trees[tree])
                 floor = whoosh_s + encode_s
