@@ -106,9 +106,9 @@ def adopt_orphans() -> None:
 
 class CoresAsked:
     """How many cores this process's children (the tree being timed, orphans included) ask
-    for: every ``STEP`` s, how many of them are in state R (on a core, or ready and waiting
-    for one), at most the host's cores; the mean over the run. Other work on the host does
-    not lower it, as it lowers CPU / wall: a process waiting for a core still asks for it,
+    for: every ``STEP`` s, how many of their threads are in state R (on a core, or ready and
+    waiting for one), at most the host's cores; the mean over the run. Other work on the host
+    does not lower it, as it lowers CPU / wall: a thread waiting for a core still asks for it,
     one waiting for another process does not."""
 
     STEP = 0.01
@@ -134,17 +134,24 @@ class CoresAsked:
         return sum(self.samples) / len(self.samples) if self.samples else 0.0
 
     @staticmethod
-    def _stat(pid: int) -> list[str] | None:
+    def _stat(path: str) -> list[str] | None:
         try:
-            with open(f"/proc/{pid}/stat") as fh:
+            with open(f"{path}/stat") as fh:
                 return fh.read().rpartition(")")[2].split()
         except OSError:
             return None
 
+    def _states(self, pid: int) -> list[str]:
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            return []
+        return [f[0] for tid in tids if (f := self._stat(f"/proc/{pid}/task/{tid}")) is not None]
+
     def _tree(self) -> list[int]:
         parents: dict[int, int] = {}
         for name in os.listdir("/proc"):
-            if name.isdigit() and (fields := self._stat(int(name))) is not None:
+            if name.isdigit() and (fields := self._stat(f"/proc/{name}")) is not None:
                 parents[int(name)] = int(fields[1])
         tree, grew = {os.getpid()}, True
         while grew:
@@ -163,7 +170,7 @@ class CoresAsked:
             if n % self.RESCAN == 0:
                 pids = self._tree()
             n += 1
-            states = [f[0] for pid in pids if (f := self._stat(pid)) is not None]
+            states = [state for pid in pids for state in self._states(pid)]
             if states:
                 self.samples.append(min(self.cores, states.count("R")))
 
