@@ -518,3 +518,36 @@ def test_a_long_read_is_written_as_it_goes(
     r = e.sync()
     assert r.embedded == 3 and r.documents == 6
     e.close()
+
+
+def test_the_keyword_tables_are_decoded_beside_the_manifest_write(
+    tmp_path: Path, fake_embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    """A sync decodes the new segments' keyword tables on a thread while the manifest rows
+    are written: it returns once both are done, and a failure of either is the sync's."""
+    from tui_search.core.keyword.index import LexicalIndex
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.md").write_text("# Alpha\n\nhoneycomb words\n")
+    threads: list[str] = []
+    real = LexicalIndex.store_postings
+
+    def store_postings(self: LexicalIndex, only: set[str] | None = None) -> int:
+        threads.append(threading.current_thread().name)
+        return real(self, only)
+
+    monkeypatch.setattr(LexicalIndex, "store_postings", store_postings)
+    e = engine_for(ws, tmp_path / "idx", fake_embedder)
+    e.sync()
+    assert threads == ["postings"]
+    assert e.index.lexical.segment_ids() and e.search("honeycomb").hits
+
+    def broken(self: LexicalIndex, only: set[str] | None = None) -> int:
+        raise RuntimeError("decoding failed")
+
+    monkeypatch.setattr(LexicalIndex, "store_postings", broken)
+    (ws / "b.md").write_text("# Bee\n\nhoneycomb\n")
+    with pytest.raises(RuntimeError, match="decoding failed"):
+        e.sync()
+    e.close()
