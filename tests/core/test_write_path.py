@@ -523,8 +523,9 @@ def test_a_long_read_is_written_as_it_goes(
 def test_the_keyword_tables_are_decoded_beside_the_manifest_write(
     tmp_path: Path, fake_embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:  # type: ignore[no-untyped-def]
-    """A sync decodes the new segments' keyword tables on a thread while the manifest rows
-    are written: it returns once both are done, and a failure of either is the sync's."""
+    """After a bulk write, a sync has the new segments' keyword tables decoded on a thread
+    while the manifest rows are written (after a small one, in its own thread afterwards): it
+    returns once both are done, and a failure of either is the sync's."""
     from tui_search.core.keyword.index import LexicalIndex
 
     ws = tmp_path / "ws"
@@ -540,8 +541,12 @@ def test_the_keyword_tables_are_decoded_beside_the_manifest_write(
     monkeypatch.setattr(LexicalIndex, "store_postings", store_postings)
     e = engine_for(ws, tmp_path / "idx", fake_embedder)
     e.sync()
-    assert threads == ["postings"]
-    assert e.index.lexical.segment_ids() and e.search("honeycomb").hits
+    assert threads == ["MainThread"]
+    monkeypatch.setattr(indexer_module, "BULK_WRITE", 1)
+    (ws / "c.md").write_text("# Sea\n\nhoneycomb coral\n")
+    e.sync()
+    assert threads == ["MainThread", "postings"]
+    assert len(e.search("honeycomb").hits) == 2
 
     def broken(self: LexicalIndex, only: set[str] | None = None) -> int:
         raise RuntimeError("decoding failed")

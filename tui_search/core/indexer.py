@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from tui_search.core.embedding import Embedder
 from tui_search.core.errors import IndexReadOnlyError
 from tui_search.core.index import SearchIndex, WriterLock, why_unwritable
-from tui_search.core.keyword.index import LexicalIndex
+from tui_search.core.keyword.index import BULK_WRITE, LexicalIndex
 from tui_search.core.memory import TRIM_AFTER_CHUNKS, release_free_memory
 from tui_search.core.options import CoreSettings
 from tui_search.core.parse_jobs import ParseJob, ParseOutcome, parse_workers, run_jobs
@@ -303,11 +303,18 @@ class Indexer:
                 # the whole records only when something is to be read again
                 known = self.store.files() if to_check else {}
                 exists = discovered.__contains__
-            # the postings of the segments written are decoded while the manifest is written
+            # A bulk write's keyword tables are decoded by worker processes while this one
+            # writes the manifest rows (it would only wait for them); a smaller write's are
+            # decoded here afterwards (on a thread they would contend for the interpreter).
             postings = _Background(lambda: self._store_postings(True, before, everything=tables))
+
+            def lexical_done(chunks: int) -> None:
+                if chunks >= BULK_WRITE:
+                    postings.start()
+
             try:
                 self._apply(
-                    to_check, removed, exists, known, skipped, tally, emit, dirty, postings.start
+                    to_check, removed, exists, known, skipped, tally, emit, dirty, lexical_done
                 )
             except BaseException:
                 postings.join(reraise=False)
@@ -520,15 +527,15 @@ class Indexer:
         tally: _Tally,
         emit: ProgressCallback,
         force: set[str] | None = None,
-        lexical_done: Callable[[], None] | None = None,
+        lexical_done: Callable[[int], None] | None = None,
     ) -> None:
         """Read and parse ``to_check`` and write it in batches of about INDEX_BATCH_CHUNKS
         chunks (or INDEX_BATCH_CHARS characters), so memory is bounded by a batch, not by the
         workspace, and at least every INDEX_BATCH_SECONDS of reading, so a killed run keeps
         what it did; ``removed`` is written with the last batch (its vectors can be reused by
-        files moved elsewhere until then). ``lexical_done`` is called once the last batch is
-        in the full-text index, before its manifest rows are written (not when nothing was
-        written)."""
+        files moved elsewhere until then). ``lexical_done`` is called with the number of chunks
+        the last batch added once they are in the full-text index, before its manifest rows
+        are written (not when nothing was written)."""
         parsed: list[tuple[FileRecord, list[Chunk]]] = []
         touched: list[FileRecord] = []
         batch_docs: dict[str, str] = {}  # document id -> the path of the batch that has it
@@ -663,7 +670,7 @@ class Indexer:
         ahead: EmbeddedAhead | None = None,
         *,
         last: bool,
-        done: Callable[[], None] | None = None,
+        done: Callable[[int], None] | None = None,
     ) -> None:
         """One batch: manifest ``dirty``, Whoosh, usearch, then the manifest rows. ``force``
         holds the paths a crashed run left dirty and not yet rewritten: they stay recorded as
@@ -693,7 +700,7 @@ class Indexer:
         if ahead is not None:
             ahead.clear()
         if done is not None:
-            done()
+            done(len(records))
         tally.embedded += vectors.embedded
         tally.wrote = True
         # the vector file is not rewritten: the touched vector keys are logged with the rows
