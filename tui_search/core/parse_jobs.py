@@ -4,10 +4,10 @@ Parsing is pure Python (markdown-it), about 2 MB/s, and while it runs nothing el
 indexer embeds and writes a batch only once it is parsed. So a large read (a first index, a
 branch switch: ``parse_workers``) is parsed on every core, by ``processes.WorkerPool`` workers
 running ``run_task`` on a few files at a time (``tasks_of``), the outcomes handed back in file
-order; until the workers are up, this process parses the first tasks itself. The pool hands a worker only a few tasks ahead, so the workers wait while the indexer
-writes a batch (its bulk writer uses every core) instead of competing with it: parse workers
-that ran ahead through the writes made a pathological workspace slower, 61 s -> 79 s, on the
-2-core machine.
+order; until the workers are up, this process parses the first tasks itself. The pool hands
+a worker only a few tasks ahead, so the workers wait while the indexer writes a batch (its bulk
+writer uses every core) instead of competing with it: parse workers that ran ahead through the
+writes made a pathological workspace slower, 61 s -> 79 s, on the 2-core machine.
 """
 
 from __future__ import annotations
