@@ -10,9 +10,11 @@ and word-variation tables (``whoosh.lang.porter``, ``dmetaphone``, ``morph_en``:
 of it compiling regular expressions) for filters and queries tui-search never makes: its own
 analyzer stems with Snowball (``core.keyword.analysis``). Its codec and readers import the
 Levenshtein automata and distance (fuzzy terms) and its searcher the highlighter (~1.5 ms),
-which tui-search does not use either. ``concurrent.futures`` (the re-ranker's question thread,
-the engine's loading thread) imports ``logging`` (~3 ms) to make the logger it reports a
-failed callback or worker to; here that logger is looked up when it is first used.
+which tui-search does not use either, nor the modules that some of their functions call
+(``html`` to escape, ``calendar`` for dates, ``platform`` to name a download: ~3.5 ms).
+``concurrent.futures`` (the re-ranker's question thread, the engine's loading thread) imports
+``logging`` (~3 ms) to make the logger it reports a failed callback or worker to; here that
+logger is looked up when it is first used.
 
 Importing this module imports Whoosh and usearch with those packages *deferred*: while they
 import, ``sys.modules`` holds a placeholder for each, which loads the real package the first
@@ -127,6 +129,9 @@ with deferred_imports(
         "whoosh.automata.lev": {},
         "whoosh.support.levenshtein": {"distance": None},
         "whoosh.highlight": {},
+        "html": {"escape": None},
+        "calendar": {},
+        "platform": {},
     }
 ):
     import cached_property  # noqa: F401
