@@ -19,9 +19,10 @@ the longest (a key-padding mask).
 
 ``int8`` names the products that run in int8 (``qkv``, ``out``, ``up``, ``down``); the others
 run in float32. ``gelu``: the feed-forward's GELU as the tanh approximation (``"tanh"``,
-onnxruntime's ``FastGelu``, the product's: cheaper, vectors within a cosine of 0.99998 of the
-exact one's) or the exact error function (``"erf"``, ``BiasGelu``). Importing this module imports neither ``onnx`` nor ``onnxruntime``: only a
-process that loads the layers pays for them.
+onnxruntime's ``FastGelu``, the product's: cheaper, and its vectors as close to the numpy
+layers' as the exact one's) or the exact error function (``"erf"``, ``BiasGelu``). Importing
+this module imports neither ``onnx`` nor ``onnxruntime``: only a process that loads the layers
+pays for them.
 """
 
 from __future__ import annotations
