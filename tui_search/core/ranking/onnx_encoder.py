@@ -18,9 +18,9 @@ the longest (a key-padding mask).
 - ``"float"``: float32 products (the int8 weights dequantised), the numpy layers' arithmetic.
 
 ``int8`` names the products that run in int8 (``qkv``, ``out``, ``up``, ``down``); the others
-run in float32. ``gelu``: the feed-forward's GELU as the tanh approximation (``"tanh"``,
-onnxruntime's ``FastGelu``, the product's: cheaper, and its vectors as close to the numpy
-layers' as the exact one's) or the exact error function (``"erf"``, ``BiasGelu``). Importing
+run in float32. ``gelu``: the feed-forward's GELU as the exact error function (``"erf"``,
+``BiasGelu``, the product's) or its tanh approximation (``"tanh"``, ``FastGelu``: ~5% cheaper,
+but its vectors re-rank DBpedia 0.0044 lower in nDCG@10). Importing
 this module imports neither ``onnx`` nor ``onnxruntime``: only a process that loads the layers
 pays for them.
 """
@@ -44,7 +44,7 @@ from tui_search.core.errors import ModelError
 
 PRODUCTS = ("qkv", "out", "up", "down")
 #: How the product's passage vectors are made (part of the stored vectors' recipe).
-RECIPE = "onnxruntime, int8 products, a uint8 scale per token, tanh GELU"
+RECIPE = "onnxruntime, int8 products, a uint8 scale per token"
 
 
 def available() -> bool:
@@ -63,7 +63,7 @@ class OnnxLayers:
         activations: str = "row",
         int8: Sequence[str] = PRODUCTS,
         fused: bool = True,
-        gelu: str = "tanh",
+        gelu: str = "erf",
         cache_dir: Path | None = None,
     ) -> None:
         """The layers of the encoder in ``folder``; the graph is read from ``cache_dir`` (by
