@@ -12,7 +12,7 @@ where ``cos'`` is the cosine min-max normalised over the head; ``depth`` and ``w
 ``RankingParams.rerank_depth`` and ``rerank_weight`` (docs/ranking.md#re-ranker).
 
 Costs, and where the vectors are made:
-- a section's vector takes ~9 ms of CPU with onnxruntime's int8 layers (``onnx_encoder``;
+- a section's vector takes ~10 ms of CPU with onnxruntime's int8 layers (``onnx_encoder``;
   ~26 ms with the numpy layers below; one core, packed batches, 128 tokens at most). The
   vectors are content-addressed (``rerank_vectors``, by the chunk's content hash) and made
   only by the background fill (``core.rerank_fill``: one detached process per index, on the
