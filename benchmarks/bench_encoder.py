@@ -22,6 +22,12 @@ as the product runs it. One table per lever:
 
     .venv/bin/python benchmarks/bench_encoder.py --compare /work/main \
         [--workspace DIR] [--sections 300] [--rounds 3]
+    .venv/bin/python benchmarks/bench_encoder.py --compare /work/main \
+        --fill-against /work/main OLD_CHECKOUT --skip runtime,kernels,pack,cut,processes
+
+``--fill-against``: this checkout's fill encoder (what makes the stored vectors) against each
+named checkout's, every one in a process of its own on its own import path (a checkout too old
+to import beside this one included), alternating rounds, CPU measured inside each process.
 
 Without ``--workspace`` it unpacks Obsidian's help vault from ``../shared/corpora``.
 """
