@@ -22,6 +22,12 @@ as the product runs it. One table per lever:
 
     .venv/bin/python benchmarks/bench_encoder.py --compare /work/main \
         [--workspace DIR] [--sections 300] [--rounds 3]
+    .venv/bin/python benchmarks/bench_encoder.py --compare /work/main \
+        --fill-against /work/main OLD_CHECKOUT --skip runtime,kernels,pack,cut,processes
+
+``--fill-against``: this checkout's fill encoder (what makes the stored vectors) against each
+named checkout's, every one in a process of its own on its own import path (a checkout too old
+to import beside this one included), alternating rounds, CPU measured inside each process.
 
 Without ``--workspace`` it unpacks Obsidian's help vault from ``../shared/corpora``.
 """
@@ -205,7 +211,8 @@ def process_table(texts: list[str], rounds: int) -> None:
 #: onnxruntime arms: (label, OnnxSentenceEncoder's keyword arguments)
 RUNTIME_ARMS: list[tuple[str, dict[str, Any]]] = [
     ("onnxruntime, float32 products", {"activations": "float"}),
-    ("onnxruntime, int8 products, a scale per token", {"activations": "row"}),
+    ("onnxruntime, int8 products, a scale per token (the fill's)", {"activations": "row"}),
+    ("the same, the tanh GELU", {"activations": "row", "gelu": "tanh"}),
     ("the same, attention and GELU written out", {"activations": "row", "fused": False}),
     ("onnxruntime, int8 products, a scale per batch", {"activations": "tensor"}),
     ("onnxruntime, int8 feed-forward only", {"activations": "row", "int8": ("up", "down")}),
@@ -271,9 +278,113 @@ def runtime_table(
     rounds_table("runtime (CPU per section, one thread)", arms, texts, rounds)
 
 
+FILL_CHILD = """
+import json, sys, time
+import numpy as np
+texts = json.load(open(sys.argv[1]))
+try:
+    from tui_search.core.rerank_fill import passage_encoder
+    encode, runtime = passage_encoder()
+except ImportError:
+    from tui_search.core.ranking import rerank
+    enc = rerank.SentenceEncoder()
+    if hasattr(enc, "encode_many"):
+        encode, runtime = enc.encode_many, "numpy layers, packed batches"
+    else:
+        encode, runtime = (lambda ts: np.stack([enc.encode(t) for t in ts])), "numpy, one text at a time"
+np.save(sys.argv[2], np.asarray(encode(texts), dtype=np.float32))
+print(json.dumps({"runtime": runtime}), flush=True)
+for _ in sys.stdin:
+    c0, w0 = time.process_time(), time.perf_counter()
+    encode(texts)
+    print(json.dumps({"cpu": time.process_time() - c0, "wall": time.perf_counter() - w0}), flush=True)
+"""
+
+
+def fill_table(texts: list[str], checkouts: list[Path], rounds: int) -> None:
+    """This checkout's fill encoder (``rerank_fill.passage_encoder``: what makes the stored
+    vectors) against each checkout's in ``checkouts`` (its fill encoder, else its encoder as
+    it made vectors then: packed batches or one text at a time): one child process per
+    checkout on its own import path and virtualenv, loaded and warmed once, then told to
+    encode the sample in rounds that alternate the arms (the order reversed every round);
+    CPU and wall per section measured inside each child; the ratio of each reference's CPU
+    to this checkout's; the cosine of this checkout's fill vectors to its numpy layers'."""
+    arms = {f"this checkout ({ROOT})": ROOT} | {str(c): c for c in checkouts}
+    with tempfile.TemporaryDirectory() as tmp:
+        f = Path(tmp) / "texts.json"
+        f.write_text(json.dumps(texts))
+        procs: dict[str, subprocess.Popen[str]] = {}
+        runtime: dict[str, str] = {}
+        for i, (name, where) in enumerate(arms.items()):
+            venv = where / ".venv" / "bin" / "python"
+            env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "PYTHONPATH": str(where)}
+            procs[name] = subprocess.Popen(
+                [
+                    str(venv if venv.exists() else sys.executable),
+                    "-c",
+                    FILL_CHILD,
+                    str(f),
+                    f"{tmp}/{i}.npy",
+                ],
+                env=env,
+                cwd=tmp,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            stdout = procs[name].stdout
+            assert stdout is not None
+            runtime[name] = json.loads(stdout.readline())["runtime"]
+        got: dict[str, list[tuple[float, float]]] = {name: [] for name in arms}
+        names = list(arms)
+        for r in range(rounds):
+            for name in names if r % 2 == 0 else reversed(names):
+                proc = procs[name]
+                assert proc.stdin is not None and proc.stdout is not None
+                proc.stdin.write("go\n")
+                proc.stdin.flush()
+                out = json.loads(proc.stdout.readline())
+                got[name].append((out["cpu"], out["wall"]))
+        for proc in procs.values():
+            assert proc.stdin is not None
+            proc.stdin.close()
+            proc.wait()
+        import numpy as np
+
+        mine = np.load(f"{tmp}/0.npy")
+        cos = (mine * rerank.SentenceEncoder().encode_many(texts)).sum(1)
+    n = len(texts)
+    print(
+        f"\nthe fill's encoder against references ({n} sections, {rounds} alternating rounds, one thread, load average {os.getloadavg()[0]:.1f})\n"
+    )
+    print(
+        "| arm | what makes the vectors | CPU per section, median (each round) | wall per section | CPU against this checkout's |"
+    )
+    print("| --- | --- | --- | --- | --- |")
+    mine_cpu = statistics.median(c for c, _ in got[names[0]])
+    for name in names:
+        cpu = statistics.median(c for c, _ in got[name]) * 1000 / n
+        wall = statistics.median(w for _, w in got[name]) * 1000 / n
+        each = ", ".join(f"{c * 1000 / n:.1f}" for c, _ in got[name])
+        ratio = statistics.median(c for c, _ in got[name]) / mine_cpu
+        print(
+            f"| {name} | {runtime[name]} | {cpu:.2f} ms ({each}) | {wall:.2f} ms | {ratio:.2f}x |"
+        )
+    print(
+        f"\nthis checkout's fill vectors against its numpy layers': cosine mean {cos.mean():.5f}, worst {cos.min():.5f}"
+    )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--compare", type=Path, required=True, help="the reference checkout")
+    ap.add_argument(
+        "--fill-against",
+        type=Path,
+        nargs="*",
+        default=[],
+        help="checkouts whose encoder the fill's is measured against, each in its own process",
+    )
     ap.add_argument("--workspace", type=Path)
     ap.add_argument("--sections", type=int, default=300)
     ap.add_argument("--rounds", type=int, default=3)
@@ -283,6 +394,11 @@ def main() -> int:
     args = ap.parse_args()
     workspace = args.workspace or unpack(VAULT, Path(tempfile.gettempdir()) / "bench-vault")
     texts = section_texts(workspace, args.sections)
+    skip = set(args.skip.split(","))
+    if args.fill_against:
+        fill_table(texts, [c.resolve() for c in args.fill_against], args.rounds)
+    if skip >= {"runtime", "kernels", "pack", "cut", "processes"}:
+        return 0
     ref = load_reference(args.compare.resolve()).SentenceEncoder()
     new = rerank.SentenceEncoder()
     tokens = [len(new._tok.encode(t).ids) for t in texts]
@@ -295,7 +411,6 @@ def main() -> int:
         float(a @ b) for a, b in zip(new.encode_many(sample), map(ref.encode, sample), strict=True)
     )
     print(f"cosine of this checkout's vectors to the reference's (20 sections): min {worst:.7f}")
-    skip = set(args.skip.split(","))
     if "runtime" not in skip:
         runtime_table(ref, args.compare, new, texts, args.rounds)
     if "kernels" not in skip:

@@ -1,14 +1,22 @@
-"""Cheaper re-ranker encoders judged on every judged set at once: fewer tokens, fewer layers.
+"""Cheaper re-ranker encoders judged on every judged set at once: fewer tokens, fewer layers,
+the fill's int8 layers on onnxruntime.
 
 For every judged set it records, per question, the static hybrid ranking (the re-ranker off)
 through ``tui-search eval``'s own harness, with the texts of its top ``rerank_depth`` sections
 as the re-ranker reads them. Then, for each variant of the shipped encoder (passages cut to
 fewer tokens, only the first layers run), it encodes every head text and question, re-ranks
 each head with the product's own ``rerank.mix`` at the shipped depth and weight (vectors
-rounded to float16 as stored), and prints hybrid nDCG@10 per set beside the shipped encoder's,
-with the worst change. CPU per section of each variant: ``benchmarks/bench_encoder.py``.
+rounded to float16 as stored), and prints hybrid nDCG@10 per set beside the first variant's,
+with the worst change. A variant ``onnx:tanh`` or ``onnx:erf`` encodes the head texts with the
+fill's int8 layers (``onnx_encoder.OnnxLayers``, that GELU) and the questions with the numpy
+layers, as the product does. CPU per section of each variant: ``benchmarks/bench_encoder.py``.
 
     .venv/bin/python research/encoder_variants.py --index-root IDX [--variants 128x6,64x6,128x3]
+    .venv/bin/python research/encoder_variants.py --index-root IDX --sets all \
+        --variants 128x6,onnx:erf,onnx:tanh
+
+``IDX`` holds each set's index folder under the name ``SETS`` gives it (``tldr`` and
+``obsidian-help`` as named here).
 """
 
 from __future__ import annotations
@@ -34,8 +42,14 @@ from tui_search.core.records import VECTOR_DTYPE  # noqa: E402
 from tui_search.eval.harness import NDCG_K, RECALL_K, judged_units, run_evaluation  # noqa: E402
 from tui_search.eval.metrics import ndcg_at_k  # noqa: E402
 
+SETS = {
+    **SETS,
+    "tldr": ("repo:eval/tldr", "test", "tldr"),
+    "obsidian": ("repo:eval/obsidian-help", "test", "obsidian-help"),
+}
 #: the judged sets the product's quality is reported on (docs/results.md)
 EVAL_SETS = ["sample", "rust", "anthropic", "scifact", "trec", "dbpedia", "npl", "cacm"]
+ALL_SETS = ["sample", "rust", "tldr", "obsidian", *EVAL_SETS[2:]]
 PARAMS = RankingParams()
 
 
@@ -105,7 +119,33 @@ def encode(
         encoder._tok.enable_truncation(encoder.max_length)
 
 
-def score(questions: list[dict[str, Any]], vectors: dict[str, np.ndarray]) -> float:
+def encode_variant(
+    encoder: rerank.SentenceEncoder, variant: str, questions: list[str], heads: list[str]
+) -> tuple[str, dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """(label, question vectors, head text vectors) of ``variant``."""
+    if variant.startswith("onnx:"):
+        from tui_search.core.ranking import onnx_encoder
+
+        gelu = variant.split(":", 1)[1]
+        layers = onnx_encoder.OnnxLayers(rerank.DEFAULT_RERANKER_DIR, gelu=gelu)
+        asked = dict(zip(questions, encoder.encode_many(questions), strict=True))
+        read = dict(zip(heads, encoder.encode_many(heads, layers), strict=True))
+        return f"int8 layers on onnxruntime, {gelu} GELU", asked, read
+    tokens, layers_run = (int(v) for v in variant.split("x"))
+    asked = encode(encoder, questions, tokens, layers_run)
+    return (
+        f"{tokens} tokens, {layers_run} layers",
+        asked,
+        encode(encoder, heads, tokens, layers_run),
+    )
+
+
+def score(
+    questions: list[dict[str, Any]],
+    vectors: dict[str, np.ndarray],
+    heads: dict[str, np.ndarray] | None = None,
+) -> float:
+    heads = vectors if heads is None else heads
     depth, weight = PARAMS.rerank_depth, PARAMS.rerank_weight
     values = []
     for q in questions:
@@ -116,7 +156,7 @@ def score(questions: list[dict[str, Any]], vectors: dict[str, np.ndarray]) -> fl
             query = vectors[q["text"]]
             cos = np.array(
                 [
-                    float(vectors[q["heads"][k]].astype(VECTOR_DTYPE).astype(np.float32) @ query)
+                    float(heads[q["heads"][k]].astype(VECTOR_DTYPE).astype(np.float32) @ query)
                     for k, _ in head
                 ]
             )
@@ -141,21 +181,16 @@ def main() -> int:
         help="TOKENSxLAYERS, the shipped encoder (128x6) first",
     )
     args = ap.parse_args()
-    sets = args.sets.split(",")
+    sets = ALL_SETS if args.sets == "all" else args.sets.split(",")
     recorded = {name: record(args, name) for name in sets}
-    texts = sorted(
-        {q["text"] for qs in recorded.values() for q in qs}
-        | {t for qs in recorded.values() for q in qs for t in q["heads"].values()}
-    )
-    print(f"{len(texts)} texts to encode per variant", file=sys.stderr, flush=True)
+    questions = sorted({q["text"] for qs in recorded.values() for q in qs})
+    heads = sorted({t for qs in recorded.values() for q in qs for t in q["heads"].values()})
+    print(f"{len(heads)} head texts to encode per variant", file=sys.stderr, flush=True)
     encoder = rerank.SentenceEncoder()
     rows: list[tuple[str, dict[str, float]]] = []
     for variant in args.variants.split(","):
-        tokens, layers = (int(v) for v in variant.split("x"))
-        vectors = encode(encoder, texts, tokens, layers)
-        rows.append(
-            (f"{tokens} tokens, {layers} layers", {n: score(recorded[n], vectors) for n in sets})
-        )
+        label, asked, read = encode_variant(encoder, variant, questions, heads)
+        rows.append((label, {n: score(recorded[n], asked, read) for n in sets}))
         print(f"{variant} done", file=sys.stderr, flush=True)
     base = rows[0][1]
     print("| variant | " + " | ".join(sets) + " | worst change |")

@@ -69,12 +69,37 @@ def chunk_record(doc: str, slug: str, content: str, *, chunk_index: int = 0) -> 
     )
 
 
+def _link_prepared_reranker(cache: Path) -> None:
+    """Put the re-ranker's prepared weights into a test's fresh per-user ``cache`` as a hard
+    link to the copy made once per test process in the session's cache. Made per test they
+    would cost each test that encodes ~55 MB of disk and the time to write it; the product
+    replaces the file (never writes into it), so tests cannot change the shared copy."""
+    from tui_search.core.ranking import encoder_weights
+    from tui_search.core.ranking.rerank import DEFAULT_RERANKER_DIR, SentenceEncoder
+
+    shared = encoder_weights.cache_file(DEFAULT_RERANKER_DIR, Path(_SESSION_CACHE))
+    if not shared.is_file():
+        SentenceEncoder(DEFAULT_RERANKER_DIR, Path(_SESSION_CACHE))
+    target = encoder_weights.cache_file(DEFAULT_RERANKER_DIR, cache)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(shared, target)
+    except OSError:
+        pass  # another file system: the test makes its own, as a user's first search does
+
+
 @pytest.fixture(autouse=True)
 def _isolate_user_dirs(
-    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Never read or write the real per-user cache and config."""
+    """Never read or write the real per-user cache and config. Each test's cache starts with
+    the re-ranker's prepared weights (see ``_link_prepared_reranker``) unless it is marked
+    ``own_reranker_weights``."""
     base = tmp_path_factory.mktemp("userdirs")
+    if request.node.get_closest_marker("own_reranker_weights") is None:
+        _link_prepared_reranker(base / "cache")
     monkeypatch.setenv("TUI_SEARCH_CACHE_DIR", str(base / "cache"))
     monkeypatch.setenv("TUI_SEARCH_CONFIG_DIR", str(base / "config"))
     monkeypatch.setenv("TUI_SEARCH_DATA_DIR", str(base / "data"))

@@ -38,6 +38,10 @@ NOT_ON_THE_SEARCH_PATH = (
     "tui_search.core.duplicates",
     "tui_search.core.reading",
     "textual",
+    "logging",
+    "html",
+    "calendar",
+    "platform",
 )
 
 
@@ -72,6 +76,12 @@ def test_a_search_process_imports_only_what_it_uses(tmp_path: Path) -> None:
         assert whoosh.reading.distance("walks", "talks") == 1
         assert whoosh.codec.base.lev.levenshtein_automaton("ab", 1).accept("ac")
         assert whoosh.searching.highlight.Highlighter().fragmenter is not None
+        import concurrent.futures._base, usearch, whoosh.util.times
+        assert whoosh.compat.htmlescape("<a>") == "&lt;a&gt;"
+        assert whoosh.util.times.calendar.monthrange(2024, 2)[1] == 29
+        assert usearch.platform.system() and usearch.platform.machine()
+        assert concurrent.futures._base.LOGGER.name == "concurrent.futures"
+        assert concurrent.futures._base.LOGGER.getEffectiveLevel() >= 0
         print(json.dumps(loaded))
         """
     )

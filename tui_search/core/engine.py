@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import tui_search.core.startup  # noqa: F401  (before concurrent.futures: see its docstring)
+
+# isort: split
 import contextlib
 import sqlite3
 import threading

@@ -3,7 +3,7 @@ section vector, on the other core, while nobody waits for it.
 
 Searches never make a section's vector (``core.ranking.rerank``: a head lacking some keeps the
 static order). This process makes them with the encoder's int8 layers on onnxruntime
-(``core.ranking.onnx_encoder``, ~2.6 times cheaper than the numpy layers); where onnxruntime
+(``core.ranking.onnx_encoder``, ~2.9 times cheaper than the numpy layers); where onnxruntime
 cannot load it says so in one line and uses the numpy layers. It writes every ``BATCH`` texts,
 so searches read them at once, and exits when every text has its vector.
 
@@ -183,7 +183,7 @@ def passage_encoder(folder: Path | None = None) -> tuple[Callable[[Sequence[str]
     except ModelError as exc:
         print(
             f"tui-search: warning: {exc}; the re-ranker's vectors are made by its numpy "
-            "layers (about 2.6 times the CPU)",
+            "layers (about 2.9 times the CPU)",
             file=sys.stderr,
             flush=True,
         )

@@ -10,7 +10,11 @@ and word-variation tables (``whoosh.lang.porter``, ``dmetaphone``, ``morph_en``:
 of it compiling regular expressions) for filters and queries tui-search never makes: its own
 analyzer stems with Snowball (``core.keyword.analysis``). Its codec and readers import the
 Levenshtein automata and distance (fuzzy terms) and its searcher the highlighter (~1.5 ms),
-which tui-search does not use either.
+which tui-search does not use either, nor the modules that some of their functions call
+(``html`` to escape, ``calendar`` for dates, ``platform`` to name a download: ~3.5 ms).
+``concurrent.futures`` (the re-ranker's question thread, the engine's loading thread) imports
+``logging`` (~3 ms) to make the logger it reports a failed callback or worker to; here that
+logger is looked up when it is first used.
 
 Importing this module imports Whoosh and usearch with those packages *deferred*: while they
 import, ``sys.modules`` holds a placeholder for each, which loads the real package the first
@@ -20,7 +24,8 @@ without asyncio while asyncio is not loaded: it is then ``inspect.iscoroutinefun
 only asyncio's own decorator marks other functions as coroutines. The placeholders leave
 ``sys.modules`` when the libraries are imported, so a later ``import asyncio`` anywhere gets
 the real package. A package already imported (the app imports ``asyncio`` with Textual first)
-is used as it is. Lexical, BM25 and vector modules import this module before those libraries.
+is used as it is. Lexical, BM25 and vector modules import this module before those libraries,
+and the engine before ``concurrent.futures``.
 """
 
 from __future__ import annotations
@@ -100,7 +105,19 @@ def _shared_cxx_runtime() -> None:
             ctypes.CDLL("libstdc++.so.6", mode=os.RTLD_GLOBAL)
 
 
+class _LazyLogger:
+    """``logging.getLogger(name)``, looked up (and ``logging`` imported) when first used."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(importlib.import_module("logging").getLogger(self.name), attr)
+
+
 _shared_cxx_runtime()
+with deferred_imports({"logging": {"getLogger": _LazyLogger}}):
+    import concurrent.futures  # noqa: F401
 with deferred_imports(
     {
         "urllib.request": {"urlretrieve": None},
@@ -112,6 +129,9 @@ with deferred_imports(
         "whoosh.automata.lev": {},
         "whoosh.support.levenshtein": {"distance": None},
         "whoosh.highlight": {},
+        "html": {"escape": None},
+        "calendar": {},
+        "platform": {},
     }
 ):
     import cached_property  # noqa: F401

@@ -122,6 +122,7 @@ def test_an_unwritable_cache_serves_the_weights_from_memory(shipped: Path, tmp_p
     assert blocked.read_text() == "a file where the cache folder would be"
 
 
+@pytest.mark.own_reranker_weights
 def test_the_default_cache_is_the_per_user_cache(tmp_path: Path) -> None:
     """(conftest points the per-user cache at a temporary folder)"""
     SentenceEncoder()

@@ -107,7 +107,9 @@ def test_the_graph_is_kept_in_the_cache_and_written_again_when_garbled(tmp_path:
     cache = tmp_path / "cache"
     onnx_encoder.OnnxLayers(folder, cache_dir=cache)
     (target,) = (cache / "reranker").glob("layers-*.onnx")
-    assert target == onnx_encoder.graph_file(folder, "row", onnx_encoder.PRODUCTS, True, cache)
+    assert target == onnx_encoder.graph_file(
+        folder, "row", onnx_encoder.PRODUCTS, True, "erf", cache
+    )
     kept = target.read_bytes()
     script = (
         "import sys; from pathlib import Path\n"
@@ -129,5 +131,27 @@ def test_the_graph_is_kept_in_the_cache_and_written_again_when_garbled(tmp_path:
         encoder.encode_many(texts, onnx_encoder.OnnxLayers(folder, cache_dir=cache)),
     )
     # other options are another graph
-    other = onnx_encoder.graph_file(folder, "tensor", onnx_encoder.PRODUCTS, True, cache)
+    other = onnx_encoder.graph_file(folder, "tensor", onnx_encoder.PRODUCTS, True, "erf", cache)
     assert other != target
+    tanh = onnx_encoder.graph_file(folder, "row", onnx_encoder.PRODUCTS, True, "tanh", cache)
+    assert tanh != target
+
+
+def test_the_tanh_gelu_is_another_graph_with_vectors_of_its_own(
+    encoder: SentenceEncoder, layers: onnx_encoder.OnnxLayers, tmp_path: Path
+) -> None:
+    """The product's graph (exact GELU) against the tanh approximation's: other vectors, each
+    as close to the numpy layers' as the int8 products allow; an unknown GELU is refused."""
+    texts = _sections(60)
+    numpy_vectors = encoder.encode_many(texts)
+    erf = encoder.encode_many(texts, layers)
+    folder = rerank.DEFAULT_RERANKER_DIR
+    tanh = encoder.encode_many(
+        texts, onnx_encoder.OnnxLayers(folder, gelu="tanh", cache_dir=tmp_path)
+    )
+    assert not np.allclose(tanh, erf, atol=1e-6)
+    for vectors in (erf, tanh):
+        cosines = (vectors * numpy_vectors).sum(axis=1)
+        assert float(cosines.mean()) > 0.997 and float(cosines.min()) > 0.993
+    with pytest.raises(ModelError):
+        onnx_encoder.OnnxLayers(folder, gelu="sigmoid", cache_dir=tmp_path)

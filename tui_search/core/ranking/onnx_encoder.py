@@ -18,8 +18,11 @@ the longest (a key-padding mask).
 - ``"float"``: float32 products (the int8 weights dequantised), the numpy layers' arithmetic.
 
 ``int8`` names the products that run in int8 (``qkv``, ``out``, ``up``, ``down``); the others
-run in float32. Importing this module imports neither ``onnx`` nor ``onnxruntime``: only a
-process that loads the layers pays for them.
+run in float32. ``gelu``: the feed-forward's GELU as the exact error function (``"erf"``,
+``BiasGelu``, the product's) or its tanh approximation (``"tanh"``, ``FastGelu``: ~5% cheaper,
+but its vectors re-rank DBpedia 0.0044 lower in nDCG@10). Importing
+this module imports neither ``onnx`` nor ``onnxruntime``: only a process that loads the layers
+pays for them.
 """
 
 from __future__ import annotations
@@ -60,6 +63,7 @@ class OnnxLayers:
         activations: str = "row",
         int8: Sequence[str] = PRODUCTS,
         fused: bool = True,
+        gelu: str = "erf",
         cache_dir: Path | None = None,
     ) -> None:
         """The layers of the encoder in ``folder``; the graph is read from ``cache_dir`` (by
@@ -81,7 +85,7 @@ class OnnxLayers:
                 )
 
             self._session = graph_session(
-                folder, session, activations, tuple(int8), fused, cache_dir
+                folder, session, activations, tuple(int8), fused, gelu, cache_dir
             )
         except ImportError as exc:
             raise ModelError(
@@ -116,11 +120,16 @@ class OnnxLayers:
 
 
 #: The graph's layout: a cached graph of another layout is written again.
-GRAPH_LAYOUT = "1"
+GRAPH_LAYOUT = "2"
 
 
 def graph_file(
-    folder: Path, activations: str, int8: Sequence[str], fused: bool, cache_dir: Path
+    folder: Path,
+    activations: str,
+    int8: Sequence[str],
+    fused: bool,
+    gelu: str,
+    cache_dir: Path,
 ) -> Path:
     """Where the graph of the shipped weights in ``folder`` is kept: named by the weights'
     SHA-256, ``GRAPH_LAYOUT`` and the graph's options, so other weights or another layout
@@ -130,7 +139,8 @@ def graph_file(
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     digest.update((folder / "config.json").read_bytes())
-    digest.update(f"{GRAPH_LAYOUT} {activations} {','.join(sorted(int8))} {fused}".encode())
+    options = f"{GRAPH_LAYOUT} {activations} {','.join(sorted(int8))} {fused} {gelu}"
+    digest.update(options.encode())
     return cache_dir / "reranker" / f"layers-{digest.hexdigest()[:24]}.onnx"
 
 
@@ -140,6 +150,7 @@ def graph_session(
     activations: str,
     int8: Sequence[str],
     fused: bool,
+    gelu: str,
     cache_dir: Path | None,
 ) -> Any:
     """``session`` of the layers' graph: read from the cache when it is there and loads (a
@@ -149,7 +160,7 @@ def graph_session(
         from tui_search.core.options import user_cache_dir
 
         cache_dir = user_cache_dir()
-    target = graph_file(folder, activations, int8, fused, cache_dir)
+    target = graph_file(folder, activations, int8, fused, gelu, cache_dir)
     try:
         return session(target.read_bytes())
     except Exception:  # noqa: BLE001 - missing, garbled or cut short: written again below
@@ -160,7 +171,7 @@ def graph_session(
         # the layers' tensors only (the token table, half the file, is the encoder's)
         raw = {k: f.get_tensor(k) for k in f.keys() if k.startswith("encoder.layer.")}  # noqa: SIM118
     cfg = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    model = _graph(cfg, raw, activations, set(int8), fused)
+    model = _graph(cfg, raw, activations, set(int8), fused, gelu)
     del raw
     built = session(model)
     with contextlib.suppress(OSError):  # a read-only or full cache: built again next time
@@ -182,12 +193,18 @@ def _graph(
     activations: str,
     int8: set[str],
     fused: bool,
+    gelu: str,
 ) -> bytes:
     """The six layers as a serialised onnx model: packed hidden rows ``x`` (tokens x 384) in,
     the last layer's rows out. ``pad`` gathers the packed rows into the padded (texts x
     longest) view attention reads, ``unpad`` gathers them back; ``lengths`` masks the padding.
     ``fused``: attention as onnxruntime's ``MultiHeadAttention`` (the q/k/v bias inside it) and
-    the GELU with its bias (``BiasGelu``), else written out with standard operators."""
+    the GELU with its bias (``FastGelu`` or ``BiasGelu``, by ``gelu``), else written out with
+    standard operators. Fused with a scale per token, the query, key and value products read
+    one quantised input and hand attention their outputs apart (no split); every product's
+    zero points (128 per token) are made once per batch."""
+    if gelu not in ("tanh", "erf"):
+        raise ValueError(f"gelu is 'tanh' or 'erf', not {gelu!r}")
     from onnx import TensorProto, helper, numpy_helper
 
     nodes: list = []
@@ -223,6 +240,38 @@ def _graph(
         nodes.append(helper.make_node(op, inputs, [out], domain=domain, **attrs))
         return out
 
+    def quantised(x: str) -> tuple[str, str]:
+        """(``x``'s rows as uint8 about 128, each with one scale, ``max |row| / 127``; those
+        scales as a column), so a token's row never depends on the tokens batched with it."""
+        s = node("ReduceMax", [node("Abs", [x])], axes=[-1], keepdims=0)
+        s = node("Mul", [s, scalar("inv127", np.asarray(1 / 127, np.float32))])
+        s = node("Max", [s, scalar("tiny", np.asarray(1e-20, np.float32))])
+        if "zp" not in shared:
+            # 128 for every row (per-axis zero points take the scales' shape): every
+            # product's input has the batch's token rows, so one vector serves them all
+            rows = node("ReduceMax", ["x"], axes=[-1], keepdims=0)
+            zero = node("Mul", [rows, scalar("zero", np.asarray(0, np.float32))])
+            zp = node("Cast", [zero], to=TensorProto.UINT8)
+            shared["zp"] = node("Add", [zp, scalar("z128", np.asarray(128, np.uint8))])
+        xq = node("QuantizeLinear", [x, s, shared["zp"]], axis=0)
+        return xq, node("Unsqueeze", [s, scalar("ax1", np.asarray([1], np.int64))])
+
+    def product(xq: str, column: str, q: np.ndarray, scale: np.ndarray) -> str:
+        """The int32 sums of ``xq`` by the int8 weights ``q`` (out x in) times the weights'
+        column scales (``MatMulIntegerToFloat``), then times each row's scale (``column``)."""
+        y = node(
+            "MatMulIntegerToFloat",
+            [
+                xq,
+                const("wq", q.T.copy()),
+                scalar("one", np.asarray(1.0, np.float32)),
+                const("ws", scale),
+                scalar("z128", np.asarray(128, np.uint8)),
+            ],
+            domain="com.microsoft",
+        )
+        return node("Mul", [y, column])
+
     def linear(x: str, parts: list[str], kind: str, with_bias: bool = True) -> tuple[str, str]:
         """(x @ W.T, and + b when ``with_bias``; the bias's name) of the dense layers
         ``parts`` (their outputs side by side)."""
@@ -238,31 +287,7 @@ def _graph(
                 domain="com.microsoft",
             )
         else:
-            # one scale per token row (max |row| / 127), the row as uint8 about 128; the int32
-            # sums times the weights' column scales (MatMulIntegerToFloat), then the row's
-            s = node("ReduceMax", [node("Abs", [x])], axes=[-1], keepdims=0)
-            s = node("Mul", [s, scalar("inv127", np.asarray(1 / 127, np.float32))])
-            s = node("Max", [s, scalar("tiny", np.asarray(1e-20, np.float32))])
-            # 128 for every row (per-axis zero points take the scales' shape)
-            zp = node(
-                "Cast",
-                [node("Mul", [s, scalar("zero", np.asarray(0, np.float32))])],
-                to=TensorProto.UINT8,
-            )
-            zp = node("Add", [zp, scalar("z128", np.asarray(128, np.uint8))])
-            xq = node("QuantizeLinear", [x, s, zp], axis=0)
-            y = node(
-                "MatMulIntegerToFloat",
-                [
-                    xq,
-                    const("wq", q.T.copy()),
-                    scalar("one", np.asarray(1.0, np.float32)),
-                    const("ws", scale),
-                    scalar("z128", np.asarray(128, np.uint8)),
-                ],
-                domain="com.microsoft",
-            )
-            y = node("Mul", [y, node("Unsqueeze", [s, scalar("ax1", np.asarray([1], np.int64))])])
+            y = product(*quantised(x), q, scale)
         if with_bias:
             y = node("Add", [y, bias])
         return y, bias
@@ -282,6 +307,7 @@ def _graph(
     flat = scalar("flat", np.asarray([-1, dim], np.int64))
     if fused:
         shape3 = node("Concat", ["shape", const("d", np.asarray([dim * 3], np.int64))], axis=0)
+        shape1 = node("Concat", ["shape", const("d", np.asarray([dim], np.int64))], axis=0)
     else:
         shape5 = node("Concat", ["shape", const("hd", np.asarray([3, h, d], np.int64))], axis=0)
         # additive mask (texts, 1, 1, longest): 0 on tokens, -1e4 on padding
@@ -308,16 +334,31 @@ def _graph(
         maskbias = node("Unsqueeze", [mb, const("ax12", np.asarray([1, 2], np.int64))])
         sq = const("axis0", np.asarray([0], np.int64))
     scale = 1.0 / math.sqrt(d)
+    # the query, key and value products apart (one quantised input) where they run in int8
+    # with a scale per token into fused attention
+    apart = fused and activations == "row" and "qkv" in int8
     x = "x"
     for i in range(int(cfg["num_hidden_layers"])):
         p = f"encoder.layer.{i}."
         att = p + "attention.self."
-        qkv, qkv_b = linear(x, [att + "query", att + "key", att + "value"], "qkv", not fused)
-        padded = node("Gather", [qkv, "pad"], axis=0)  # (texts x longest, 3 dim)
+        parts = [att + "query", att + "key", att + "value"]
+        if apart:
+            # three products of one quantised input, each gathered to (texts, longest, dim)
+            xq, column = quantised(x)
+            outs = []
+            for part in parts:
+                w, ws = raw[part + ".weight"], raw[part + ".weight.scale"].astype(np.float32)
+                y = node("Gather", [product(xq, column, w, ws), "pad"], axis=0)
+                outs.append(node("Reshape", [y, shape1]))
+            qkv_b = const("b", np.concatenate([raw[k + ".bias"] for k in parts]).astype(np.float32))
+        else:
+            qkv, qkv_b = linear(x, parts, "qkv", not fused)
+            padded = node("Gather", [qkv, "pad"], axis=0)  # (texts x longest, 3 dim)
         if fused:
-            padded = node("Reshape", [padded, shape3])
-            outs = [name("qkv") for _ in range(3)]
-            nodes.append(helper.make_node("Split", [padded], outs, axis=2))
+            if not apart:
+                padded = node("Reshape", [padded, shape3])
+                outs = [name("qkv") for _ in range(3)]
+                nodes.append(helper.make_node("Split", [padded], outs, axis=2))
             ctx = node(
                 "MultiHeadAttention",
                 [*outs, qkv_b, "lengths"],
@@ -340,7 +381,8 @@ def _graph(
         x = norm(y, x, p + "attention.output.LayerNorm")
         up, up_b = linear(x, [p + "intermediate.dense"], "up", not fused)
         if fused:
-            up = node("BiasGelu", [up, up_b], domain="com.microsoft")
+            op = "FastGelu" if gelu == "tanh" else "BiasGelu"
+            up = node(op, [up, up_b], domain="com.microsoft")
         else:
             up = node("Gelu", [up], domain="com.microsoft")
         y, _ = linear(up, [p + "output.dense"], "down")
