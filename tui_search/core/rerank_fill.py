@@ -5,7 +5,8 @@ Searches never make a section's vector (``core.ranking.rerank``: a head lacking 
 static order). This process makes them with the encoder's int8 layers on onnxruntime
 (``core.ranking.onnx_encoder``, ~2.9 times cheaper than the numpy layers); where onnxruntime
 cannot load it says so in one line and uses the numpy layers. It writes every ``BATCH`` texts,
-so searches read them at once, and exits when every text has its vector.
+so searches read them at once; when every text has its vector it writes the encoder's matrix
+of every chunk (``core.ranking.encoder_arm``, the encoder's own candidates) and exits.
 
 Who starts it: ``tui-search index`` right after its write (it does not wait), and a search,
 the app or the agent server that finds vectors missing (:func:`start`); ``index --rerank`` and
@@ -205,6 +206,7 @@ def fill(
     """Make every missing vector of the index whose manifest is ``manifest`` with ``encode``
     (of ``runtime``); how many were made. Stops when the manifest goes; a manifest written anew
     is opened again. The vectors of texts gone are dropped at the end when no process writes."""
+    from tui_search.core.ranking import encoder_arm
     from tui_search.core.ranking.rerank import made_by, passage_text
     from tui_search.core.store import Store
 
@@ -234,6 +236,8 @@ def fill(
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # no write in flight
                 store.prune_rerank_vectors()
+                if not encoder_arm.current(store):
+                    encoder_arm.write(store)  # every text has its vector: the encoder's arm
             finally:
                 os.close(fd)  # (releases the lock)
         return made

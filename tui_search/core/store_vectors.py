@@ -251,6 +251,22 @@ class VectorTables:
         )
         return int(row[0]), int(row[1])
 
+    def chunk_stamp(self) -> str:
+        """The chunks as they are now, in brief: "<count> <largest row id>" (a row added or
+        written anew changes it)."""
+        count, top = self._conn().execute("SELECT count(*), max(rowid) FROM chunks").fetchone()
+        return f"{int(count)} {int(top or 0)}"
+
+    def chunk_rerank_vectors(self) -> Iterator[tuple[int, str, np.ndarray | None]]:
+        """(vector key, content hash, the re-ranker's vector or None) of every chunk, in
+        index order."""
+        sql = (
+            "SELECT c.vkey, c.content_hash, r.vector FROM chunks c "
+            "LEFT JOIN rerank_vectors r ON r.content_hash = c.content_hash ORDER BY c.rowid"
+        )
+        for vkey, content_hash, blob in self._conn().execute(sql):
+            yield int(vkey), str(content_hash), None if blob is None else unpack_vector(blob)
+
     def clear_rerank_vectors(self, recipe: str) -> None:
         """Drop every re-ranker vector: they were made by another recipe than ``recipe``."""
         with self.transaction() as conn:

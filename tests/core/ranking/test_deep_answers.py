@@ -104,12 +104,15 @@ def test_a_deep_answer_the_keyword_arm_misses_is_reread_and_rises(
     # head (the best 20) never reaches it
     static = _ranked(workspace, tmp_path / "static", rerank_depth=0)
     assert _at(static) >= 20
-    head_only = _ranked(workspace, tmp_path / "head", rerank_semantic_depth=0)
+    # (the encoder's own candidates off: this is the semantic arm's union alone)
+    head_only = _ranked(
+        workspace, tmp_path / "head", rerank_semantic_depth=0, rerank_encoder_depth=0
+    )
     assert _at(head_only) >= 20
     assert head_only[_at(head_only)].rerank_cosine is None
     # the semantic arm ranks it among its best: the encoder reads it, finds it as good an
     # answer as any it reads, and it rises past the notes it shares only words with
-    ranked = _ranked(workspace, tmp_path / "deep")
+    ranked = _ranked(workspace, tmp_path / "deep", rerank_encoder_depth=0)
     answer = ranked[_at(ranked)]
     read = [s for s in ranked if s.rerank_cosine is not None]
     assert answer.rerank_cosine is not None

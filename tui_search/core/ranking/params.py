@@ -202,6 +202,23 @@ class RankingParams:
         "many (0 = none)",
         "deep-answers",
     )
+    rerank_encoder_depth: int = knob(
+        5,
+        "a short query's head also re-reads the candidates the encoder ranks within this many "
+        "over every section (0 = none; rerank_encoder_words)",
+        "deep-answers",
+    )
+    rerank_encoder_words: int = knob(
+        7,
+        "the encoder's own candidates join the head of a query of at most this many words",
+        "deep-answers",
+    )
+    rerank_encoder_place: int = knob(
+        15,
+        "an encoder candidate's score before the head is mixed is at least the static order's "
+        "at this place (0 = its own)",
+        "deep-answers",
+    )
 
     def replace(self, **changes: Any) -> RankingParams:
         return dataclasses.replace(self, **changes)

@@ -143,6 +143,9 @@ class Steps:
     #: The semantic arm's best this many join the re-read head (0 for a query of more than
     #: ``name_match_words`` words; ``rerank.head_positions``).
     rerank_semantic_depth: int = 0
+    #: The encoder's best this many over every section join the re-read head (hybrid mode;
+    #: 0 for a query of more than ``rerank_encoder_words`` words; ``core.ranking.encoder_arm``).
+    rerank_encoder_depth: int = 0
 
     @classmethod
     def resolve(
@@ -185,6 +188,9 @@ class Steps:
             listing=plan.listing,
             rerank=policy.rerank or (semantic and bool(plan.similar or plan.like)),
             rerank_semantic_depth=params.rerank_semantic_depth if short else 0,
+            rerank_encoder_depth=params.rerank_encoder_depth
+            if policy.rerank and 0 < words <= params.rerank_encoder_words
+            else 0,
         )
 
     def describe(self, reranked_with: RankingParams | None = None) -> str:
@@ -238,6 +244,8 @@ class Steps:
         if reranked_with is not None:
             deep = self.rerank_semantic_depth
             also = f" with the semantic arm's best {deep} below them" if deep > 0 else ""
+            if self.rerank_encoder_depth > 0:
+                also += f" and the encoder's best {self.rerank_encoder_depth} of every section"
             said.append(
                 f"the best {reranked_with.rerank_depth}{also} re-read by a sentence encoder "
                 f"({reranked_with.rerank_weight:g} of their score from its cosine)"

@@ -4,7 +4,8 @@ The static model (model2vec) finds the candidates in a few milliseconds; a 6-lay
 sentence encoder (all-MiniLM-L6-v2, shipped int8 in ``models/reranker``, built by
 ``scripts/build_reranker.py``) then reads the question and each section of the head as
 sentences (the top ``depth``; for a short query also the semantic arm's best sections below
-them, ``head_positions``), and its cosine is mixed into their scores::
+them, ``head_positions``, and the encoder's own best over every section, ``encoder_arm``), and
+its cosine is mixed into their scores::
 
     score' = (1 - weight) x score + weight x cos' x best score
 
@@ -50,10 +51,10 @@ import numpy as np
 
 from tui_search.core.errors import ModelError
 from tui_search.core.quick_tokenizer import QuickTokenizer
-from tui_search.core.ranking import encoder_weights
+from tui_search.core.ranking import encoder_arm, encoder_weights
 from tui_search.core.ranking.fusion import document_of
 from tui_search.core.ranking.params import RankingParams
-from tui_search.core.sections import embedding_text
+from tui_search.core.sections import embedding_text, section_of
 
 if TYPE_CHECKING:
     from tui_search.core.ranking.fusion import Scored
@@ -456,11 +457,17 @@ class Reranker:
         query: Future[np.ndarray] | str | np.ndarray,
         ranked: list[Scored],
         semantic_depth: int = 0,
+        encoder_depth: int = 0,
     ) -> RerankOutcome:
         """Re-score the head of ``ranked`` (sorted, best first) in place and sort it again;
-        the head is the best ``rerank_depth`` and the sections below them the semantic arm
-        ranks within ``semantic_depth`` (``head_positions``)."""
+        the head is the best ``rerank_depth``, the sections below them the semantic arm
+        ranks within ``semantic_depth`` (``head_positions``), and those the encoder itself
+        ranks within ``encoder_depth`` over every section (``encoder_arm``), each of these
+        mixed from at least the static order's score at ``rerank_encoder_place``."""
         at = head_positions(ranked, self.params.rerank_depth, semantic_depth)
+        arm: set[int] = set()
+        if encoder_depth > 0 and len(at) >= 2:
+            at, arm = self._join_encoder_arm(ranked, at, query, encoder_depth)
         head = [ranked[i] for i in at]
         if len(head) < 2 or self.params.rerank_weight <= 0:
             return RerankOutcome(False)
@@ -471,15 +478,54 @@ class Reranker:
         rest = [s for i, s in enumerate(ranked) if i not in chosen]
         floor = rest[0].score if rest else 0.0
         withdraw_names(head, cos, self.params.title_answer_share)
+        scores = [s.score for s in head]
+        place = self.params.rerank_encoder_place
+        if place > 0 and arm:
+            # the encoder's own candidates come in at least at the static order's score at
+            # ``place``: at their own, the mix keeps them at the head's foot
+            level = ranked[min(place, len(ranked)) - 1].score
+            scores = [max(v, level) if i in arm else v for v, i in zip(scores, at, strict=True)]
         for s, value, raw in zip(
             head,
-            mix([s.score for s in head], cos, self.params.rerank_weight, floor),
+            mix(scores, cos, self.params.rerank_weight, floor),
             cos,
             strict=True,
         ):
             s.rerank_cosine, s.before_rerank, s.score = float(raw), s.score, value
         ranked[:] = sorted(head, key=lambda s: (-s.score, s.key)) + rest
         return RerankOutcome(True, missing)
+
+    def _question(self, query: Future[np.ndarray] | str | np.ndarray) -> np.ndarray:
+        if isinstance(query, Future):
+            return query.result()
+        if isinstance(query, np.ndarray):
+            return query
+        return self.query_vector(query)
+
+    def _join_encoder_arm(
+        self,
+        ranked: list[Scored],
+        at: list[int],
+        query: Future[np.ndarray] | str | np.ndarray,
+        depth: int,
+    ) -> tuple[list[int], set[int]]:
+        """(``at`` joined by the positions in ``ranked`` of the sections the encoder ranks
+        within ``depth`` over every section, those positions; ``encoder_arm.best``). ``at``
+        as it is while the encoder's matrix does not describe the index (the fill owes it:
+        ``on_missing`` is called); only sections ``ranked`` holds join (its filters hold)."""
+        if not self._readable():
+            return at, set()
+        best = None
+        if encoder_arm.current(self.store):
+            best = encoder_arm.best(self.store, self._question(query), depth)
+        if best is None:
+            self._on_missing()
+            return at, set()
+        wanted = {section_of(c.key) for c in best}
+        chosen = set(at)
+        arm = {i for i, s in enumerate(ranked) if section_of(s.key) in wanted}
+        extra = [i for i in arm if i not in chosen]
+        return (sorted(at + extra) if extra else at), arm
 
     def _vectors(self, keys: list[str]) -> tuple[dict[str, np.ndarray] | None, dict[str, str], int]:
         """(content hash -> the encoder's vector, chunk key -> content hash, how many had no
@@ -502,17 +548,17 @@ class Reranker:
         vectors, hashes, missing = self._vectors(keys)
         if vectors is None:
             return None, missing
-        if isinstance(query, Future):
-            q = query.result()
-        elif isinstance(query, np.ndarray):
-            q = query
-        else:
-            q = self.query_vector(query)
+        q = self._question(query)
         return np.array([float(vectors[hashes[key]] @ q) for key in keys]), missing
 
     def owed(self) -> bool:
-        """Whether some section text has no vector this encoder reads (the fill has work)."""
-        return not self._readable() or self.store.any_text_without_rerank_vector()
+        """Whether some section text has no vector this encoder reads, or the encoder's
+        matrix does not describe the index (the fill has work)."""
+        return (
+            not self._readable()
+            or self.store.any_text_without_rerank_vector()
+            or (self.params.rerank_encoder_depth > 0 and not encoder_arm.current(self.store))
+        )
 
     def forget(self) -> None:
         """Look again for vectors at the next search (a fill has just made them)."""

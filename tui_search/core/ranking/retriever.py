@@ -277,7 +277,9 @@ class Retriever:
         outcome = None
         if question is not None and self.reranker is not None:
             try:
-                outcome = self.reranker.apply(question, ranked, steps.rerank_semantic_depth)
+                outcome = self.reranker.apply(
+                    question, ranked, steps.rerank_semantic_depth, steps.rerank_encoder_depth
+                )
             except ModelError as exc:  # the static order stands; the search says why
                 c.warnings.append(f"the re-ranker is unavailable: {exc}")
         reranker = self.reranker if outcome is not None and outcome.applied else None
