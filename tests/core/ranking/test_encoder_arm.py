@@ -6,6 +6,7 @@ fill process that writes the encoder's matrix."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -143,3 +144,36 @@ def test_only_a_short_query_takes_the_encoders_candidates() -> None:
         Steps.resolve(plan_plain(long), "hybrid", params, soft_capable=True).rerank_encoder_depth
         == 0
     )
+
+
+@pytest.mark.parametrize("damage", ["cut short", "garbled header", "empty", "another recipe"])
+def test_a_damaged_or_outdated_matrix_is_not_read_and_is_written_again(
+    workspace: Path, tmp_path: Path, damage: str
+) -> None:
+    with _engine(workspace, tmp_path / "index") as engine:
+        store = engine.index.store
+        path = encoder_arm.matrix_path(store)
+        assert encoder_arm.current(store)
+        size = path.stat().st_size
+        if damage == "cut short":
+            os.truncate(path, size - 100)
+        elif damage == "garbled header":
+            with path.open("r+b") as f:
+                f.seek(10)
+                f.write(b"{not a header")
+        elif damage == "empty":
+            path.write_bytes(b"")
+        else:  # the vectors made again by another runtime's recipe
+            store.clear_rerank_vectors("another recipe")
+        assert not encoder_arm.current(store)
+        assert encoder_arm.best(store, engine.reranker.query_vector(QUESTION), 5) is None
+        assert engine.reranker.owed()
+        ranked = engine.rank(QUESTION, mode="hybrid")[0]
+        assert ranked[_at(ranked)].rerank_cosine is None  # the arm waits for it
+        engine.reranker.forget()
+        engine.make_rerank_vectors()  # (the fill, in the foreground) writes it again
+        assert encoder_arm.current(store)
+        assert path.stat().st_size == size
+        assert not engine.reranker.owed()
+        ranked = engine.rank(QUESTION, mode="hybrid")[0]
+        assert ranked[_at(ranked)].rerank_cosine is not None

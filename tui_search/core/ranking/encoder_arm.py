@@ -7,9 +7,10 @@ vector: one row a chunk, in index order, the vector in int8 with its scale, the 
 key and the first 8 bytes of its content hash (404 bytes a row: 0.6 MB for the Obsidian help
 vault's 1,600 sections, 28 MB for 69,000). A search reads it in blocks of ``BLOCK`` rows into
 one buffer and scores each, so it holds a block, never the matrix. It is read only while it
-describes the index: the manifest's ``meta`` records the chunk count and the largest chunk row
-id it was made at, and each candidate's content hash is checked against its chunk before it
-is used.
+describes the index and is whole: the manifest's ``meta`` records the chunk count, the largest
+chunk row id and the vectors' recipe it was made at (``_stamp``), its length must be its
+header's, and each candidate's content hash is checked against its chunk before it is used.
+A matrix that is not current is owed by the fill, which writes it again.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import os
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 import numpy as np
 
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 
 #: The matrix's file, beside the manifest.
 MATRIX_FILE = "encoder-arm.npy"
-#: The manifest's ``meta`` key that holds "<chunks> <largest row id>" of the matrix's index.
+#: The manifest's ``meta`` key that holds the matrix's stamp (``_stamp``).
 META_KEY = "encoder_arm"
 #: Rows read and scored together (a block's float32 copy is 1.5 MB at 384 dimensions).
 BLOCK = 1024
@@ -45,6 +46,12 @@ def _hash_prefix(content_hash: str) -> int:
     return int(content_hash[:16].ljust(16, "0"), 16)
 
 
+def _stamp(store: Store) -> str:
+    """The index as the matrix is made from it: "<chunks> <largest row id> <recipe>" (a chunk
+    added or written anew, or the vectors made again by another recipe, changes it)."""
+    return f"{store.chunk_stamp()} {store.get_meta('rerank_recipe')}"
+
+
 def matrix_path(store: Store) -> Path:
     return store.path.with_name(MATRIX_FILE)
 
@@ -52,7 +59,7 @@ def matrix_path(store: Store) -> Path:
 def write(store: Store) -> int:
     """Write the matrix of every chunk's re-ranker vector (the fill, once every text has
     one); how many rows. Nothing is written while some chunk has no vector."""
-    stamp = store.chunk_stamp()
+    stamp = _stamp(store)
     n = int(stamp.split()[0])
     path = matrix_path(store)
     tmp = path.with_name(f".{MATRIX_FILE}.{os.getpid()}")
@@ -94,23 +101,41 @@ class Candidate:
 
 
 def current(store: Store) -> bool:
-    """Whether the matrix describes the index as it is (its stamp is the index's)."""
+    """Whether the matrix describes the index as it is: its stamp is the index's, and the
+    file is whole (a file cut short or garbled is not current, so the fill writes it again)."""
     try:
-        return store.get_meta(META_KEY) == store.chunk_stamp() and matrix_path(store).is_file()
+        stamp = _stamp(store)
+        if store.get_meta(META_KEY) != stamp:
+            return False
     except sqlite3.Error:
         return False
+    try:
+        with matrix_path(store).open("rb") as f:
+            n, dtype = _header(f)
+            size = os.fstat(f.fileno()).st_size
+            return n == int(stamp.split()[0]) and size == f.tell() + n * dtype.itemsize
+    except (OSError, ValueError, SyntaxError):
+        return False
+
+
+def _header(f: BinaryIO) -> tuple[int, np.dtype]:
+    """(rows, row type) from the header of the matrix file ``f``, left at its first row;
+    ValueError when it is no matrix of rows as ``write`` makes them."""
+    version = np.lib.format.read_magic(f)
+    if version == (1, 0):
+        shape, _, dtype = np.lib.format.read_array_header_1_0(f)
+    else:
+        shape, _, dtype = np.lib.format.read_array_header_2_0(f)
+    if len(shape) != 1 or dtype.names != ("vec", "scale", "vkey", "hash"):
+        raise ValueError("not the encoder's matrix")
+    return int(shape[0]), dtype
 
 
 def _scan(path: Path, question: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(each row's cosine with ``question``, vector key, content hash prefix), the file read
     in blocks into one buffer (a search holds a block, not the matrix)."""
     with path.open("rb") as f:
-        version = np.lib.format.read_magic(f)
-        if version == (1, 0):
-            shape, _, dtype = np.lib.format.read_array_header_1_0(f)
-        else:
-            shape, _, dtype = np.lib.format.read_array_header_2_0(f)
-        n = int(shape[0])
+        n, dtype = _header(f)
         scores = np.empty(n, dtype=np.float32)
         vkeys = np.empty(n, dtype=np.int64)
         hashes = np.empty(n, dtype=np.uint64)
@@ -137,7 +162,7 @@ def best(store: Store, question: np.ndarray, k: int) -> list[Candidate] | None:
         return None
     try:
         scores, vkeys, hashes = _scan(matrix_path(store), question)
-    except (OSError, ValueError):
+    except (OSError, ValueError, SyntaxError):
         return None
     if len(scores) == 0:
         return []
