@@ -7,12 +7,10 @@ import tui_search.core.startup  # noqa: F401  (before concurrent.futures: see it
 # isort: split
 import contextlib
 import sqlite3
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from tui_search.core import paging
 from tui_search.core.embedding import Embedder, Model2VecEmbedder, TokenEmbedder
@@ -41,6 +39,7 @@ from tui_search.core.snippets import Highlighter
 from tui_search.core.status import index_stats, index_status, index_vocabulary
 from tui_search.core.store import SchemaMismatch, Store
 from tui_search.core.textsafe import clean_query_text
+from tui_search.core.threads import on_thread
 from tui_search.core.workspace import ReadResult, Workspace
 
 if TYPE_CHECKING:
@@ -54,24 +53,6 @@ if TYPE_CHECKING:
 FIRST_INDEX_BATCH = 200
 #: How many of the closest results a search that matches nothing shows ("no match").
 CLOSEST = 3
-
-
-T = TypeVar("T")
-
-
-def _loading(make: Callable[[], T]) -> Callable[[], T]:
-    """``make()`` started now on a daemon thread; the function returned waits for its value
-    (or raises what it raised)."""
-    done: Future[T] = Future()
-
-    def run() -> None:
-        try:
-            done.set_result(make())
-        except BaseException as exc:  # noqa: BLE001 - handed to whoever waits for it
-            done.set_exception(exc)
-
-    threading.Thread(target=run, name="load-reranker", daemon=True).start()
-    return done.result
 
 
 def _holds_rerank_vectors(index_dir: Path) -> bool:
@@ -117,7 +98,7 @@ class SearchEngine:
             and _holds_rerank_vectors(settings.resolved_index_dir)
         ):
             # (an index without vectors: its heads keep the static order, no encoder is read)
-            encoder = _loading(SentenceEncoder)
+            encoder = on_thread(SentenceEncoder, "load-reranker").result
         self._vocabulary: tuple[tuple[Any, ...], Vocabulary] | None = None
         index_dir = settings.resolved_index_dir
         self.workspace = Workspace(settings.workspace, extra_ignored=(index_dir,))

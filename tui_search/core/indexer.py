@@ -19,7 +19,6 @@ import json
 import os
 import sqlite3
 import stat as stat_mod
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -36,6 +35,7 @@ from tui_search.core.records import FileRecord
 from tui_search.core.results import IndexReport, Progress, ProgressCallback
 from tui_search.core.sections import Chunk, doc_id_for
 from tui_search.core.store import Store
+from tui_search.core.threads import on_thread
 from tui_search.core.vectors import VectorIndex
 from tui_search.core.workspace import (
     IGNORE_FILES,
@@ -59,6 +59,8 @@ from tui_search.core.write_batch import (
 )
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     from tui_search.core.chunking import ParsedDocument
 
 #: A write batch: files are parsed and written this many chunks (or characters of text) at a
@@ -100,36 +102,6 @@ def _file_record(outcome: ParseOutcome, doc: ParsedDocument, warnings: list[str]
         anchors=tuple(doc.anchors.items()),
         code_names=doc.code_names,
     )
-
-
-class _Background:
-    """Work run on a thread once ``start`` is called (at most once), whose end ``join`` waits
-    for, raising what it raised."""
-
-    def __init__(self, work: Callable[[], object]) -> None:
-        self._work = work
-        self._thread: threading.Thread | None = None
-        self._error: BaseException | None = None
-
-    def _run(self) -> None:
-        try:
-            self._work()
-        except BaseException as exc:  # noqa: BLE001 - raised again by ``join``
-            self._error = exc
-
-    def start(self) -> None:
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="postings", daemon=True)
-            self._thread.start()
-
-    def join(self, *, reraise: bool = True) -> bool:
-        """Wait for the work; False when it was never started."""
-        if self._thread is None:
-            return False
-        self._thread.join()
-        if self._error is not None and reraise:
-            raise self._error
-        return True
 
 
 class Indexer:
@@ -306,18 +278,22 @@ class Indexer:
             # A bulk write's keyword tables are decoded by worker processes while this one
             # writes the manifest rows (it would only wait for them); a smaller write's are
             # decoded here afterwards (on a thread they would contend for the interpreter).
-            postings = _Background(lambda: self._store_postings(True, before, everything=tables))
+            postings: Future[None] | None = None
 
             def lexical_done(chunks: int) -> None:
-                if chunks >= BULK_WRITE:
-                    postings.start()
+                nonlocal postings
+                if chunks >= BULK_WRITE and postings is None:
+                    postings = on_thread(
+                        lambda: self._store_postings(True, before, everything=tables), "postings"
+                    )
 
             try:
                 self._apply(
                     to_check, removed, exists, known, skipped, tally, emit, dirty, lexical_done
                 )
             except BaseException:
-                postings.join(reraise=False)
+                if postings is not None:
+                    postings.exception()  # (waits for it; this error is the one raised)
                 raise
             if changes is None:
                 # files that could not be read are looked at again when they change
@@ -332,8 +308,10 @@ class Indexer:
                 skipped = [Skipped(p, r) for p, r in self.store.skipped()]
             self._store_references()
         # (segments never change: no need to hold the lock)
-        if not postings.join():
+        if postings is None:
             self._store_postings(tally.wrote, before, everything=tables)
+        else:
+            postings.result()
         report = self._report(tally, skipped, started, repaired)
         if progress:
             progress(Progress("done", report.chunks, report.chunks))

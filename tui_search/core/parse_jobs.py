@@ -13,11 +13,11 @@ writes made a pathological workspace slower, 61 s -> 79 s, on the 2-core machine
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from tui_search.core.threads import on_thread
 from tui_search.core.workspace import FileInfo, read_file
 
 if TYPE_CHECKING:  # (the parser loads with the first file parsed: a search parses none)
@@ -109,25 +109,15 @@ def run_jobs(jobs: Sequence[ParseJob], workers: int = 0) -> Generator[ParseOutco
     with WorkerPool(run_task, workers) as pool:
         # the workers' server takes a few tenths of a second to start (its imports): this
         # process parses the first tasks meanwhile
-        failed: list[BaseException] = []
-
-        def start() -> None:
-            try:
-                pool.start()
-            except BaseException as exc:  # noqa: BLE001 - raised again below
-                failed.append(exc)
-
-        starting = threading.Thread(target=start, name="parse-workers", daemon=True)
-        starting.start()
+        starting = on_thread(pool.start, "parse-workers")
         done = 0
         try:
-            while done < len(tasks) and starting.is_alive():
+            while done < len(tasks) and not starting.done():
                 yield from run_task(tasks[done])
                 done += 1
         finally:
-            starting.join()
-        if failed:
-            raise failed[0]
+            starting.exception()  # (waits for the workers' start)
+        starting.result()  # (raises what their start raised)
         for outcomes in pool.map(tasks[done:]):
             yield from outcomes
 
