@@ -42,6 +42,8 @@ NOT_ON_THE_SEARCH_PATH = (
     "html",
     "calendar",
     "platform",
+    "numpy._core._add_newdocs",
+    "numpy._core._add_newdocs_scalars",
 )
 
 

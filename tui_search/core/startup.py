@@ -12,6 +12,10 @@ analyzer stems with Snowball (``core.keyword.analysis``). Its codec and readers 
 Levenshtein automata and distance (fuzzy terms) and its searcher the highlighter (~1.5 ms),
 which tui-search does not use either, nor the modules that some of their functions call
 (``html`` to escape, ``calendar`` for dates, ``platform`` to name a download: ~3.5 ms).
+numpy, which usearch imports, adds the docstrings of its compiled functions, methods and
+scalar types from two modules of text (``numpy._core._add_newdocs`` and
+``_add_newdocs_scalars``, with ``textwrap``: ~6 ms of a search); nothing a search runs reads
+them (``help()`` in the same process would show those objects without their text).
 ``concurrent.futures`` (the re-ranker's question thread, the engine's loading thread) imports
 ``logging`` (~3 ms) to make the logger it reports a failed callback or worker to; here that
 logger is looked up when it is first used.
@@ -132,6 +136,8 @@ with deferred_imports(
         "html": {"escape": None},
         "calendar": {},
         "platform": {},
+        "numpy._core._add_newdocs": {},
+        "numpy._core._add_newdocs_scalars": {},
     }
 ):
     import cached_property  # noqa: F401
