@@ -44,6 +44,7 @@ NOT_ON_THE_SEARCH_PATH = (
     "platform",
     "numpy._core._add_newdocs",
     "numpy._core._add_newdocs_scalars",
+    "numpy._typing",
 )
 
 
@@ -84,6 +85,12 @@ def test_a_search_process_imports_only_what_it_uses(tmp_path: Path) -> None:
         assert usearch.platform.system() and usearch.platform.machine()
         assert concurrent.futures._base.LOGGER.name == "concurrent.futures"
         assert concurrent.futures._base.LOGGER.getEffectiveLevel() >= 0
+        import numpy, numpy.typing
+        from numpy.linalg import _linalg
+        assert numpy.linalg.eigh(numpy.eye(2)).eigenvalues.tolist() == [1.0, 1.0]
+        assert _linalg.EigResult._fields == ("eigenvalues", "eigenvectors")
+        assert numpy.typing.NDArray[numpy.float32] is not None
+        assert numpy.array.__doc__ is None or "array" in numpy.array.__doc__
         print(json.dumps(loaded))
         """
     )
