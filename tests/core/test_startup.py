@@ -2,7 +2,8 @@
 
 The search path leaves out packages its libraries import for things it never does (see
 ``tui_search.core.startup``) and ones of its own used elsewhere (model2vec for the shipped
-model, ``pathspec`` without ignore files, ``numpy.random`` without duplicate collapsing)."""
+model, ``pathspec`` without ignore files, ``numpy.random`` without duplicate collapsing, the
+tokenizer library for a plain question)."""
 
 from __future__ import annotations
 
@@ -45,6 +46,7 @@ NOT_ON_THE_SEARCH_PATH = (
     "numpy._core._add_newdocs",
     "numpy._core._add_newdocs_scalars",
     "numpy._typing",
+    "tokenizers",
 )
 
 
