@@ -52,6 +52,13 @@ except ImportError:  # pragma: no cover - older layouts
 _BYTE_TO_LENGTH = np.array([byte_to_length(i) for i in range(256)], dtype=np.float64)
 
 
+#: One field's postings of one segment as searches keep them: (sorted terms, offsets where
+#: each term's postings start and the last ends, int32 docnums, float32 weights).
+PostingsTable = tuple[list[str], np.ndarray, np.ndarray, np.ndarray]
+#: A segment's postings tables, by field.
+PostingsTables = dict[str, PostingsTable]
+
+
 def flatten_disjunction(query: Q.Query, boost: float = 1.0) -> list[tuple[str, str, float]] | None:
     """(field, text, boost) clauses of a pure Or-of-Terms query, or None if it is anything else."""
     if isinstance(query, Q.Term):
@@ -346,12 +353,19 @@ class FastBM25:
         writes only that segment's files.)"""
         if self._disk is None:
             return 0
-        written = 0
+        tables: PostingsTables = {}
         for name in fields:
             decoded = self._decode_field(leaf, name)
-            if decoded is None:
-                continue  # read through Whoosh, as before
-            terms, offsets, ids, weights = decoded
+            if decoded is not None:  # (else read through Whoosh, as before)
+                tables[name] = decoded
+        return self.save_tables(seg_id, tables)
+
+    def save_tables(self, seg_id: str, tables: PostingsTables) -> int:
+        """Save one segment's postings tables (field -> its table, as ``_decode_field`` makes
+        it); returns how many were written."""
+        if self._disk is None:
+            return 0
+        for name, (terms, offsets, ids, weights) in tables.items():
             prefix = f"postings-{name}"
             # the term list last: a table is read only when all four files are there
             self._disk.write(
@@ -363,12 +377,9 @@ class FastBM25:
                 },
             )
             self._disk.write(seg_id, {f"{prefix}.terms": terms})
-            written += 1
-        return written
+        return len(tables)
 
-    def _decode_field(
-        self, leaf: Any, name: str
-    ) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray] | None:
+    def _decode_field(self, leaf: Any, name: str) -> PostingsTable | None:
         """(sorted terms, offsets, int32 docnums, float32 weights) of one field of a segment;
         None when a term's postings cannot be read (a segment merged away meanwhile by another
         process) or a weight is not exact in float32: the table is then not saved."""

@@ -192,20 +192,32 @@ class LexicalIndex:
         """Delete every chunk of ``delete_paths`` and the ``delete_keys``, then add or
         replace (by key) the chunks in ``add``; one commit."""
         # (here, not at the top: a search process never imports multiprocessing, ~9 ms)
-        from tui_search.core.keyword.writing import IsolatedMpWriter, merge_bounded
+        from tui_search.core.keyword.writing import (
+            DirectSegmentWriter,
+            IsolatedMpWriter,
+            merge_bounded,
+        )
 
         add = list(add)
+        writer: Any
         if len(add) >= BULK_WRITE and (os.cpu_count() or 1) > 1:
-            # a big batch (first index, a branch switch): analyse in parallel processes
+            # a big batch (first index, a branch switch): analyse in parallel processes, each
+            # of which saves its segment's postings tables
             writer = IsolatedMpWriter(
                 self.ix,
                 procs=min(os.cpu_count() or 2, 4),
                 limitmb=128,
                 multisegment=True,
                 compound=False,
+                subargs={
+                    "limitmb": 128,
+                    "compound": False,
+                    "keep": SCORED_FIELDS,
+                    "tables_dir": str(self._segments_cache.directory),
+                },
             )
         else:
-            writer = self.ix.writer(limitmb=256, compound=False)
+            writer = DirectSegmentWriter(self.ix, keep=SCORED_FIELDS, limitmb=256, compound=False)
         try:
             deleted_paths = set(delete_paths)
             for path in deleted_paths:
@@ -221,6 +233,9 @@ class LexicalIndex:
         except BaseException:
             writer.cancel()
             raise
+        if isinstance(writer, DirectSegmentWriter) and writer.tables:
+            # the new segment's postings as searches read them, made while it was written
+            self._fast.save_tables(str(writer.newsegment.segment_id()), writer.tables)
 
     def warm_up(self) -> None:
         """Read what the first search would (each segment's keys and postings tables, field
