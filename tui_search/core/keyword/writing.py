@@ -275,6 +275,14 @@ class DirectSegmentWriter(SegmentWriter):
                     # (the weights as the postings hold them: float32)
                     np.asarray(array("f", all_weights), dtype=np.float32),
                 )
+        for fieldname in self.keep:
+            if fieldname in schema and fieldname not in tables:  # (no terms: an empty table)
+                tables[fieldname] = (
+                    [],
+                    np.zeros(1, dtype=np.int64),
+                    np.zeros(0, dtype=np.int32),
+                    np.zeros(0, dtype=np.float32),
+                )
         self._terms = {}
         return tables
 
