@@ -258,14 +258,20 @@ def _segment_files(directory: Path, ix) -> list[list[tuple[str, bytes]]]:  # typ
     return out
 
 
-def test_the_direct_writer_writes_whooshs_bytes_and_keeps_its_tables(tmp_path: Path) -> None:
+@pytest.mark.parametrize("spills", [False, True])
+def test_the_direct_writer_writes_whooshs_bytes_and_keeps_its_tables(
+    tmp_path: Path, spills: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Three commits (the last merging the first two's segments in, with documents added
     both before and after a segment is merged in): every segment's files are Whoosh's own
-    writer's, byte for byte, and the tables the writer keeps are the decoded postings."""
+    writer's, byte for byte, and the tables the writer keeps are the decoded postings. With
+    more postings than its memory bound they go to Whoosh's pool (no tables kept)."""
     from tui_search.core.keyword.bm25 import FastBM25
     from tui_search.core.keyword.schema import SCORED_FIELDS, document_fields, make_schema
     from tui_search.core.keyword.writing import DirectSegmentWriter
 
+    if spills:  # (a bound of 128 postings)
+        monkeypatch.setattr(whoosh_writing, "POSTING_BYTES", 2 * 1024 * 1024)
     batches = [range(0, 300), range(300, 420), range(420, 500)]
     indexes = {}
     kept: list[dict[str, object]] = []
@@ -295,7 +301,9 @@ def test_the_direct_writer_writes_whooshs_bytes_and_keeps_its_tables(tmp_path: P
             if kind == "direct":
                 kept.append(writer.tables)
         indexes[kind] = _segment_files(folder, ix)
-        if kind == "direct":
+        if kind == "direct" and spills:
+            assert kept == [{}] * 3
+        elif kind == "direct":
             leaves = ix.reader().leaf_readers()
             assert [len(t) for t in kept] == [len(SCORED_FIELDS)] * 3
             assert len(leaves) == 1  # the merged segment

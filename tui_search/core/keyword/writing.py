@@ -99,6 +99,10 @@ def merge_bounded(writer: Any, segments: list[Any]) -> list[Any]:
 
 #: A term's postings as the writer gathers them: docnums (ascending), weights, encoded values.
 _Postings = tuple[list[int], list[float], list[bytes]]
+#: About what a posting held in a term's lists takes (a docnum, a weight, a position list, the
+#: lists' slots); past the writer's ``limitmb`` of them it hands them to Whoosh's pool, which
+#: spills to disk (and takes ~200 bytes a posting).
+POSTING_BYTES = 120
 
 
 class DirectSegmentWriter(SegmentWriter):
@@ -113,6 +117,9 @@ class DirectSegmentWriter(SegmentWriter):
         self.keep = keep
         self.tables: PostingsTables = {}
         self._terms: dict[str, dict[bytes, _Postings]] = {}
+        #: postings held in ``_terms`` and how many it may hold (``POSTING_BYTES``)
+        self._held = 0
+        self._hold_max = self.pool.limit // POSTING_BYTES
         #: the first docnum added after a segment was merged in (then a term's postings are
         #: put back in docnum order before they are written)
         self._reordered = False
@@ -154,7 +161,9 @@ class DirectSegmentWriter(SegmentWriter):
                     if terms is None:
                         terms = self._terms[fieldname] = {}
                         self.pool.fieldnames.add(fieldname)
+                    held = self._held
                     for tbytes, freq, weight, vbytes in field.index(value):
+                        held += 1
                         if scorable:
                             length += freq
                         post = terms.get(tbytes)
@@ -164,6 +173,7 @@ class DirectSegmentWriter(SegmentWriter):
                             post[0].append(docnum)
                             post[1].append(weight * fieldboost)
                             post[2].append(vbytes)
+                    self._held = held
                 customval = fields.get(f"_stored_{fieldname}", value)
                 perdocwriter.add_field(
                     fieldname, field, customval if field.stored else None, length
@@ -179,6 +189,23 @@ class DirectSegmentWriter(SegmentWriter):
         perdocwriter.finish_doc()
         self._added = True
         self.docnum += 1
+        if self._held > self._hold_max:
+            self._to_pool()
+
+    def _to_pool(self) -> None:
+        """Hand every posting held to Whoosh's pool, and write the rest of the segment by
+        Whoosh's own path (no tables kept): a large segment's postings are bounded by the pool,
+        which spills them to disk."""
+        add = self.pool.add
+        for fieldname in sorted(self._terms):
+            terms = self._terms[fieldname]
+            for tbytes in sorted(terms):
+                ids, weights, values = terms[tbytes]
+                for docnum, weight, vbytes in zip(ids, weights, values, strict=True):
+                    add((fieldname, tbytes, docnum, weight, vbytes))
+        self._terms = {}
+        self._held = 0
+        self._direct = False
 
     def _flush_segment(self) -> None:
         if not self._direct:
