@@ -9,10 +9,12 @@ same average field length, same length quantisation), in a few milliseconds. Any
 (phrases, boolean constraints) still goes through Whoosh's own searcher; a test checks the two
 agree.
 
-A segment never changes once written, so its postings are also kept decoded beside the index
-(``store_postings``, run after each write): per field, its terms in order, where each term's
-postings start, and every posting's docnum and weight as flat arrays that searches memory-map
-and slice. A term then costs one binary search and two slices instead of Whoosh's term lookup
+A segment never changes once written, so its postings are also kept beside the index as
+tables: per field, its terms in order, where each term's postings start, and every posting's
+docnum and weight as flat arrays that searches memory-map and slice. Its writer makes them as it
+writes the segment (``writing.DirectSegmentWriter``, ``save_tables``); a segment without them (an
+index made before them, a segment Whoosh's own path wrote) has them decoded from it
+(``store_postings``, run after each write). A term then costs one binary search and two slices instead of Whoosh's term lookup
 and the unpickling of its blocks (on the PowerShell docs, ~15 ms of a new query's 45). A
 segment without the tables (a write still in progress, an index made before them, a folder
 that is read-only) is read through Whoosh as before.
