@@ -258,14 +258,16 @@ def _segment_files(directory: Path, ix) -> list[list[tuple[str, bytes]]]:  # typ
     return out
 
 
-@pytest.mark.parametrize("spills", [False, True])
+@pytest.mark.parametrize("bound", ["none", "adds", "merge"])
 def test_the_direct_writer_writes_whooshs_bytes_and_keeps_its_tables(
-    tmp_path: Path, spills: bool, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, bound: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Three commits (the last merging the first two's segments in, with documents added
     both before and after a segment is merged in): every segment's files are Whoosh's own
     writer's, byte for byte, and the tables the writer keeps are the decoded postings. With
-    more postings than its memory bound they go to Whoosh's pool (no tables kept)."""
+    more postings than its memory bound (its own, or with the segments merged in) they go to
+    Whoosh's pool (no tables kept)."""
+    spills = bound == "adds"
     from tui_search.core.keyword.bm25 import FastBM25
     from tui_search.core.keyword.schema import SCORED_FIELDS, document_fields, make_schema
     from tui_search.core.keyword.writing import DirectSegmentWriter
@@ -295,6 +297,8 @@ def test_the_direct_writer_writes_whooshs_bytes_and_keeps_its_tables(
                     reader.close()
                 for fields in docs[len(docs) // 2 :]:
                     writer.add_document(**fields)
+                if kind == "direct" and bound == "merge":
+                    writer._hold_max = writer._held  # (what it added fits, not the merged)
                 writer.commit(mergetype=lambda w, segments: [])
             else:
                 writer.commit(merge=False)
@@ -303,6 +307,8 @@ def test_the_direct_writer_writes_whooshs_bytes_and_keeps_its_tables(
         indexes[kind] = _segment_files(folder, ix)
         if kind == "direct" and spills:
             assert kept == [{}] * 3
+        elif kind == "direct" and bound == "merge":
+            assert [len(t) for t in kept] == [len(SCORED_FIELDS)] * 2 + [0]
         elif kind == "direct":
             leaves = ix.reader().leaf_readers()
             assert [len(t) for t in kept] == [len(SCORED_FIELDS)] * 3

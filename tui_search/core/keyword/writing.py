@@ -208,6 +208,10 @@ class DirectSegmentWriter(SegmentWriter):
         self._direct = False
 
     def _flush_segment(self) -> None:
+        pool = self.pool
+        if self._direct and (pool.runs or self._held + len(pool.current) > self._hold_max):
+            # segments merged in past the memory bound: Whoosh's pool streams them to disk
+            self._to_pool()
         if not self._direct:
             super()._flush_segment()
             return
