@@ -606,3 +606,46 @@ def test_a_bulk_writes_manifest_rows_wait_for_its_full_text_commit(
     assert e.sync().documents == 5
     assert len(e.search("honeycomb", mode="keyword").hits) == 5
     e.close()
+
+
+def test_a_bulk_write_counts_references_with_its_rows(
+    tmp_path: Path, fake_embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    """A bulk write counts the references with its rows, while its writer processes work:
+    the link graph is built once, and the counts stored, and the engine's graph, are those of
+    the files as committed."""
+    from tui_search.core.graph import LinkGraph
+    from tui_search.core.keyword import index as lexical_module
+    from tui_search.core.write_batch import IndexWrite
+
+    monkeypatch.setattr(lexical_module, "BULK_WRITE", 2)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    for i in range(5):
+        (ws / f"n{i}.md").write_text(f"# Note {i}\n\nsee [[n{(i + 1) % 5}]] and [[n0]]\n")
+    built: list[int] = []
+    real = LinkGraph.from_files
+
+    def counting(files):  # type: ignore[no-untyped-def]
+        built.append(len(files))
+        return real(files)
+
+    e = engine_for(ws, tmp_path / "idx", fake_embedder)
+    store = e.indexer.store
+    counted: list[bool] = []  # (before the full-text commit is waited for)
+    real_lexical = IndexWrite.lexical
+
+    def lexical(self: IndexWrite) -> None:
+        counted.append(store.references_current())
+        real_lexical(self)
+
+    monkeypatch.setattr(IndexWrite, "lexical", lexical)
+    monkeypatch.setattr(LinkGraph, "from_files", staticmethod(counting))
+    e.sync()
+    assert counted == [True] and built == [5] and store.references_current()
+    want = real(store.files())
+    assert store.references_of(f"n{i}.md" for i in range(5)) == {
+        p: n for p in want.documents if (n := want.references(p)) > 0
+    }
+    assert e.indexer.index.graph().documents == want.documents and built == [5]  # (kept)
+    e.close()
