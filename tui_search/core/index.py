@@ -424,20 +424,6 @@ class SearchIndex:
                 self._graph_stamp = stamp
             return self._graph
 
-    def graph_as_written(self) -> LinkGraph:
-        """The link graph of the manifest's files as this thread's connection sees them (the
-        writer, in its open transaction: the rows it has written but not committed), not kept;
-        ``keep_graph`` keeps it once they are committed."""
-        from tui_search.core.graph import LinkGraph
-
-        return LinkGraph.from_files(self.store.files())
-
-    def keep_graph(self, graph: LinkGraph) -> None:
-        """Keep ``graph`` as the link graph of the files as committed now."""
-        stamp = self.store.files_stamp()
-        with self._graph_lock:
-            self._graph, self._graph_stamp = graph, stamp
-
     def doc_paths(self) -> dict[str, str]:
         """Document id -> file path (cached until the manifest's files change)."""
         stamp = self.store.files_stamp()

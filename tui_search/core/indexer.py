@@ -65,7 +65,6 @@ if TYPE_CHECKING:
     from concurrent.futures import Future
 
     from tui_search.core.chunking import ParsedDocument
-    from tui_search.core.graph import LinkGraph
 
 #: A write batch: files are parsed and written this many chunks (or characters of text) at a
 #: time, so indexing memory is bounded by a batch, not by the workspace.
@@ -466,17 +465,6 @@ class Indexer:
         with self.store.transaction() as conn:
             self.store.set_references(conn, counts)
 
-    def _references_with_rows(self, conn: sqlite3.Connection) -> LinkGraph | None:
-        """``_store_references`` inside the transaction of a batch's rows (they count), while
-        the full-text write is still under way; returns the link graph, for the engine to keep
-        once the rows are committed (None: the counts were current)."""
-        if self.store.references_current():
-            return None
-        graph = self.index.graph_as_written()
-        counts = {path: graph.references(path) for path in graph.documents}
-        self.store.set_references(conn, counts)
-        return graph
-
     def _report(
         self, tally: _Tally, skipped: list[Skipped], started: float, repaired: tuple[str, ...] = ()
     ) -> IndexReport:
@@ -726,7 +714,6 @@ class Indexer:
         # (O(change)); other processes replay the log, and it is folded into the file now and then
         missing = vectors.missing
         touched_vkeys = [*plan.old_vkeys, *(r.vkey for r in records), *(r.vkey for r in missing)]
-        graph = None
         with self.store.transaction() as conn:
             self.store.log_vectors(conn, touched_vkeys)
             for path in removed:
@@ -746,11 +733,7 @@ class Indexer:
                 self.store.set_dirty(conn, sorted(force))
             else:
                 self.store.clear_dirty(conn)
-            if last and written.aside:  # (the writer processes are still at work)
-                graph = self._references_with_rows(conn)
             written.lexical()
-        if graph is not None:
-            self.index.keep_graph(graph)
 
     def close(self) -> None:
         self.index.close()

@@ -219,11 +219,6 @@ class IndexWrite:
         """The batch's vectors, in the vector graph (waits for them)."""
         return self._vectors.result()
 
-    @property
-    def aside(self) -> bool:
-        """Whether the full-text write runs beside the caller's block (writer processes)."""
-        return self._lexical is not None
-
     def lexical(self) -> None:
         """Waits for the full-text commit; raises what failed it."""
         if self._lexical is not None:
