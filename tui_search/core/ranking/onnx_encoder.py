@@ -5,8 +5,9 @@ with ``onnx``'s helpers the first time the layers load and kept in the per-user 
 file is shipped; ``graph_session``), so later loads import onnxruntime only;
 :class:`tui_search.core.ranking.rerank.SentenceEncoder` tokenizes, embeds, packs and pools as
 for its numpy layers and hands the packed rows to :class:`OnnxLayers` instead. The dense layers
-run over a batch's tokens end to end without padding; only attention sees the texts padded to
-the longest (a key-padding mask).
+run over a batch's tokens end to end without padding, but for the query, key and value
+products: these write attention's view of the texts padded to the longest (a key-padding
+mask), from the quantised rows gathered to it.
 
 ``activations`` says how the inputs of the dense layers' products are quantised:
 
