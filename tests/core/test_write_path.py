@@ -520,12 +520,12 @@ def test_a_long_read_is_written_as_it_goes(
     e.close()
 
 
-def test_the_keyword_tables_are_decoded_beside_the_manifest_write(
+def test_the_keyword_tables_are_stored_on_a_thread_after_a_bulk_write(
     tmp_path: Path, fake_embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:  # type: ignore[no-untyped-def]
-    """After a bulk write, a sync has the new segments' keyword tables decoded on a thread
-    while the manifest rows are written (after a small one, in its own thread afterwards): it
-    returns once both are done, and a failure of either is the sync's."""
+    """After a bulk write, a sync stores what is left of the new segments' keyword tables on
+    a thread while it finishes (after a small one, in its own thread afterwards): it returns
+    once both are done, and a failure of either is the sync's."""
     from tui_search.core.keyword.index import LexicalIndex
 
     ws = tmp_path / "ws"
@@ -555,4 +555,54 @@ def test_the_keyword_tables_are_decoded_beside_the_manifest_write(
     (ws / "b.md").write_text("# Bee\n\nhoneycomb\n")
     with pytest.raises(RuntimeError, match="decoding failed"):
         e.sync()
+    e.close()
+
+
+def test_a_bulk_writes_manifest_rows_wait_for_its_full_text_commit(
+    tmp_path: Path, fake_embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    """A bulk write's manifest rows are written while its writer processes work, and
+    committed only once the full-text index has the batch: when that fails, the manifest is
+    as it was (the batch's paths dirty) and the next sync writes everything."""
+    import json
+
+    from tui_search.core.errors import IndexError_
+    from tui_search.core.keyword import index as lexical_module
+    from tui_search.core.keyword.writing import IsolatedMpWriter
+    from tui_search.core.write_batch import IndexWrite
+
+    monkeypatch.setattr(lexical_module, "BULK_WRITE", 2)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    for i in range(5):
+        (ws / f"n{i}.md").write_text(f"# Note {i}\n\nhoneycomb word{i}\n")
+    e = engine_for(ws, tmp_path / "idx", fake_embedder)
+    rows_done = threading.Event()
+    seen: list[int] = []
+    real_lexical = IndexWrite.lexical
+
+    def lexical(self: IndexWrite) -> None:
+        rows_done.set()
+        real_lexical(self)
+
+    def failing_commit(self: IsolatedMpWriter, *args: object, **kwargs: object) -> None:
+        assert rows_done.wait(60), "the rows are written meanwhile"
+        other = sqlite3.connect(tmp_path / "idx" / "manifest.sqlite")
+        try:
+            seen.append(other.execute("SELECT count(*) FROM files").fetchone()[0])
+        finally:
+            other.close()
+        raise IndexError_("a full-text writer process ended")
+
+    with monkeypatch.context() as mp:
+        mp.setattr(IndexWrite, "lexical", lexical)
+        mp.setattr(IsolatedMpWriter, "commit", failing_commit)
+        with pytest.raises(IndexError_, match="writer process ended"):
+            e.sync()
+    assert seen == [0]  # (not committed while the full-text write ran)
+    store = e.indexer.store
+    assert store.counts() == (0, 0)
+    assert json.loads(store.get_meta("dirty") or "[]") == [f"n{i}.md" for i in range(5)]
+    assert e.sync().documents == 5
+    assert len(e.search("honeycomb", mode="keyword").hits) == 5
     e.close()

@@ -29,13 +29,13 @@ TIMEOUT = 300
 FILES = 600
 
 
-def many_notes(ws: Path, n: int = FILES) -> None:
+def many_notes(ws: Path, n: int = FILES, parts: int = 8) -> None:
     for i in range(n):
         folder = ws / f"f{i % 20:02d}"
         folder.mkdir(parents=True, exist_ok=True)
         body = "\n\n".join(
             f"## Part {k}\n\nprocessword {i} talks about topic {k} and item {i * k}."
-            for k in range(8)
+            for k in range(parts)
         )
         (folder / f"note{i:04d}.md").write_text(f"# Note {i}\n\n{body}\n")
 
@@ -145,11 +145,16 @@ def _wait_for_workers(proc: subprocess.Popen[bytes], index: Path) -> set[int]:
 
 @pytest.fixture
 def bulk(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
-    """Enough sections that the first build writes the full-text index in writer processes."""
+    """Enough sections that a batch of the first build (once its batches have grown to
+    ``BUILD_BATCH`` files) writes the full-text index in writer processes."""
     from tui_search.core.keyword.index import BULK_WRITE
+    from tui_search.mcp.live import BUILD_BATCH, FIRST_BATCH
 
+    growing, size = 0, FIRST_BATCH
+    while size < BUILD_BATCH:
+        growing, size = growing + size, size * 2
     ws = tmp_path / "ws"
-    many_notes(ws, BULK_WRITE // 8 + 50)
+    many_notes(ws, growing + BUILD_BATCH + 10, parts=BULK_WRITE // BUILD_BATCH + 1)
     yield ws, tmp_path / "index"
 
 

@@ -31,7 +31,7 @@ from tui_search.core.keyword.index import BULK_WRITE, LexicalIndex
 from tui_search.core.memory import TRIM_AFTER_CHUNKS, release_free_memory
 from tui_search.core.options import CoreSettings
 from tui_search.core.parse_jobs import ParseJob, ParseOutcome, parse_workers, run_jobs
-from tui_search.core.records import FileRecord
+from tui_search.core.records import ChunkRecord, FileRecord
 from tui_search.core.results import IndexReport, Progress, ProgressCallback
 from tui_search.core.sections import Chunk, doc_id_for
 from tui_search.core.store import Store
@@ -49,7 +49,10 @@ from tui_search.core.workspace import (
     valid_name,
 )
 from tui_search.core.write_batch import (
+    BatchPlan,
+    BatchVectors,
     EmbeddedAhead,
+    IndexWrite,
     chunk_record,
     make_vectors,
     missing_vectors,
@@ -275,9 +278,10 @@ class Indexer:
                 # the whole records only when something is to be read again
                 known = self.store.files() if to_check else {}
                 exists = discovered.__contains__
-            # A bulk write's keyword tables are decoded by worker processes while this one
-            # writes the manifest rows (it would only wait for them); a smaller write's are
-            # decoded here afterwards (on a thread they would contend for the interpreter).
+            # A write's new segments come with their keyword tables (kept by their writers);
+            # what is left to decode after a bulk write (``tables``: an index made before
+            # them) is decoded by worker processes while this one finishes the sync, after a
+            # smaller write here afterwards (on a thread it would contend for the interpreter).
             postings: Future[None] | None = None
 
             def lexical_done(chunks: int) -> None:
@@ -668,19 +672,44 @@ class Indexer:
         records = [chunk_record(c) for c in work.chunks if c.key in plan.lexical_add]
         # (the vectors are made on a thread: its progress, and a cancel raised from it, reach
         # this one through the thread's result)
-        vectors = write_indexes(
+        with write_indexes(
             self.lexical,
             self.vectors,
             plan,
             records,
             lambda: make_vectors(work, self.embedder, emit, ahead),
-        )
-        if ahead is not None:
-            ahead.clear()
+        ) as written:
+            vectors = written.vectors()
+            if ahead is not None:
+                ahead.clear()
+            self._write_rows(parsed, removed, touched, plan, records, vectors, force, last, written)
         if done is not None:
             done(len(records))
         tally.embedded += vectors.embedded
         tally.wrote = True
+        self.index.vectors_written()
+        if len(vectors.chunks) + len(vectors.missing) >= TRIM_AFTER_CHUNKS:
+            release_free_memory()  # a batch's garbage, or indexing memory grows with the workspace
+        tally.changed.extend(changed_paths)
+        tally.removed.extend(removed)
+        emit(Progress("write", 1, 1))
+
+    def _write_rows(
+        self,
+        parsed: list[tuple[FileRecord, list[Chunk]]],
+        removed: list[str],
+        touched: list[FileRecord],
+        plan: BatchPlan,
+        records: list[ChunkRecord],
+        vectors: BatchVectors,
+        force: set[str],
+        last: bool,
+        written: IndexWrite,
+    ) -> None:
+        """A batch's manifest rows, in one transaction committed once the full-text index
+        has the batch (``written.lexical()``: a failed full-text write rolls them back)."""
+        changed_paths = [rec.path for rec, _ in parsed]
+        in_flight = changed_paths + removed
         # the vector file is not rewritten: the touched vector keys are logged with the rows
         # (O(change)); other processes replay the log, and it is folded into the file now and then
         missing = vectors.missing
@@ -704,12 +733,7 @@ class Indexer:
                 self.store.set_dirty(conn, sorted(force))
             else:
                 self.store.clear_dirty(conn)
-        self.index.vectors_written()
-        if len(vectors.chunks) + len(missing) >= TRIM_AFTER_CHUNKS:
-            release_free_memory()  # a batch's garbage, or indexing memory grows with the workspace
-        tally.changed.extend(changed_paths)
-        tally.removed.extend(removed)
-        emit(Progress("write", 1, 1))
+            written.lexical()
 
     def close(self) -> None:
         self.index.close()

@@ -176,6 +176,8 @@ def passage_encoder(folder: Path | None = None) -> tuple[Callable[[Sequence[str]
     from tui_search.core.errors import ModelError
     from tui_search.core.ranking import onnx_encoder, rerank
 
+    # the fill works on one core: its tokenizer's batches too (less CPU than its threads)
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     folder = folder or rerank.DEFAULT_RERANKER_DIR
     encoder = rerank.SentenceEncoder(folder)
     encoder.warm_up()

@@ -6,8 +6,10 @@ it in its crash-safe order.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+import contextlib
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -207,16 +209,45 @@ def make_vectors(
     )
 
 
+class IndexWrite:
+    """A batch's write of the full-text index and the vector graph (``write_indexes``)."""
+
+    def __init__(self, vectors: Future[BatchVectors], lexical: Future[None] | None) -> None:
+        self._vectors, self._lexical = vectors, lexical
+
+    def vectors(self) -> BatchVectors:
+        """The batch's vectors, in the vector graph (waits for them)."""
+        return self._vectors.result()
+
+    def lexical(self) -> None:
+        """Waits for the full-text commit; raises what failed it."""
+        if self._lexical is not None:
+            self._lexical.result()
+
+
+@contextlib.contextmanager
 def write_indexes(
     lexical: LexicalIndex,
     vector_index: VectorIndex,
     plan: BatchPlan,
     records: list[ChunkRecord],
     vectors_of: Callable[[], BatchVectors],
-) -> BatchVectors:
-    """Whoosh and usearch: on a thread beside the full-text write (pure Python, on this
-    one), the batch's vectors are made (``vectors_of``: the tokenizer and the vector graph
-    are native code that releases the GIL) and added to the vector graph. Returns them."""
+) -> Iterator[IndexWrite]:
+    """Whoosh and usearch: on a thread beside the full-text write, the batch's vectors are
+    made (``vectors_of``: the tokenizer and the vector graph are native code that releases
+    the GIL) and added to the vector graph.
+
+    A write in this process (pure Python) is done before the block runs. A bulk write, whose
+    writer processes do the work (``LexicalIndex.writes_in_processes``), is only under way: the
+    block (the manifest rows, in their transaction) runs meanwhile on this process's core, and
+    calls ``IndexWrite.lexical()`` before it commits them. A block that fails stops the
+    full-text write (nothing of it is committed) if it is still adding chunks."""
+    stop = threading.Event()
+
+    def write_lexical() -> None:
+        lexical.write(
+            plan.lexical_delete_paths, records, delete_keys=plan.lexical_delete_keys, stop=stop
+        )
 
     def write_vectors() -> BatchVectors:
         vectors = vectors_of()
@@ -233,13 +264,20 @@ def write_indexes(
             )
         return vectors
 
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="vectors") as pool:
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="index-write") as pool:
         vectors_done = pool.submit(write_vectors)
+        if lexical.writes_in_processes(len(records)):
+            try:
+                yield IndexWrite(vectors_done, pool.submit(write_lexical))
+            except BaseException:
+                stop.set()
+                raise
+            return
         try:
-            lexical.write(plan.lexical_delete_paths, records, delete_keys=plan.lexical_delete_keys)
+            write_lexical()
         finally:
-            vectors = vectors_done.result()
-    return vectors
+            vectors_done.exception()  # (waits for them: the first error is the one raised)
+        yield IndexWrite(vectors_done, None)
 
 
 def missing_vectors(store: Store, exclude_paths: set[str] | None = None) -> list[ChunkRecord]:

@@ -219,3 +219,106 @@ def test_a_bulk_writer_process_that_dies_fails_the_write_instead_of_hanging(
     assert index.doc_count() == 0
     index.write([], records)
     assert index.doc_count() == 1500
+
+
+def _record(i: int) -> ChunkRecord:
+    words = ["alpha", "beta", "gamma", "délta", "getUserById", "naïve", "x"]
+    body = " ".join(words[(i * k) % len(words)] for k in range(1, 2 + i % 9))
+    return ChunkRecord(
+        key=f"notes/n{i % 40}.md:s{i}",
+        vkey=i,
+        section_id=f"notes/n{i % 40}:s{i}",
+        chunk_index=0,
+        doc=f"notes/n{i % 40}",
+        file_path=f"notes/n{i % 40}.md",
+        title=f"Note {i % 40}",
+        heading=f"Part {i % 7}",
+        heading_path=(f"Note {i % 40}", f"Part {i % 7}"),
+        level=2,
+        line_start=1,
+        line_end=2,
+        content=f"alpha {body} " + "long " * (i % 50),
+        tags=("ops",) if i % 3 else (),
+        content_hash=str(i),
+    )
+
+
+def _segment_files(directory: Path, ix) -> list[list[tuple[str, bytes]]]:  # type: ignore[no-untyped-def]
+    """Each segment's files (name after the segment id, bytes), segments in index order."""
+    out = []
+    for seg in ix._segments():
+        prefix = str(seg.segment_id())
+        out.append(
+            sorted(
+                (f.name[len(prefix) :], f.read_bytes())
+                for f in directory.iterdir()
+                if f.name.startswith(prefix)
+            )
+        )
+    return out
+
+
+@pytest.mark.parametrize("bound", ["none", "adds", "merge"])
+def test_the_direct_writer_writes_whooshs_bytes_and_keeps_its_tables(
+    tmp_path: Path, bound: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three commits (the last merging the first two's segments in, with documents added
+    both before and after a segment is merged in): every segment's files are Whoosh's own
+    writer's, byte for byte, and the tables the writer keeps are the decoded postings. With
+    more postings than its memory bound (its own, or with the segments merged in) they go to
+    Whoosh's pool (no tables kept)."""
+    spills = bound == "adds"
+    from tui_search.core.keyword.bm25 import FastBM25
+    from tui_search.core.keyword.schema import SCORED_FIELDS, document_fields, make_schema
+    from tui_search.core.keyword.writing import DirectSegmentWriter
+
+    if spills:  # (a bound of 128 postings)
+        monkeypatch.setattr(whoosh_writing, "POSTING_BYTES", 2 * 1024 * 1024)
+    batches = [range(0, 300), range(300, 420), range(420, 500)]
+    indexes = {}
+    kept: list[dict[str, object]] = []
+    for kind in ("whoosh", "direct"):
+        folder = tmp_path / kind
+        folder.mkdir()
+        ix = whoosh_index.create_in(str(folder), make_schema())
+        for n, batch in enumerate(batches):
+            if kind == "whoosh":
+                writer = ix.writer(compound=False)
+            else:
+                writer = DirectSegmentWriter(ix, keep=SCORED_FIELDS, compound=False)
+            docs = [document_fields(_record(i)) for i in batch]
+            last = n == len(batches) - 1
+            for fields in docs[: len(docs) // 2] if last else docs:
+                writer.add_document(**fields)
+            if last:  # the earlier segments merged in, then more documents
+                for seg in ix._segments():
+                    reader = whoosh_writing.SegmentReader(ix.storage, ix.schema, seg)
+                    writer.add_reader(reader)
+                    reader.close()
+                for fields in docs[len(docs) // 2 :]:
+                    writer.add_document(**fields)
+                if kind == "direct" and bound == "merge":
+                    writer._hold_max = writer._held  # (what it added fits, not the merged)
+                writer.commit(mergetype=lambda w, segments: [])
+            else:
+                writer.commit(merge=False)
+            if kind == "direct":
+                kept.append(writer.tables)
+        indexes[kind] = _segment_files(folder, ix)
+        if kind == "direct" and spills:
+            assert kept == [{}] * 3
+        elif kind == "direct" and bound == "merge":
+            assert [len(t) for t in kept] == [len(SCORED_FIELDS)] * 2 + [0]
+        elif kind == "direct":
+            leaves = ix.reader().leaf_readers()
+            assert [len(t) for t in kept] == [len(SCORED_FIELDS)] * 3
+            assert len(leaves) == 1  # the merged segment
+            (leaf, _), tables = leaves[0], kept[-1]
+            for field in SCORED_FIELDS:
+                want = FastBM25()._decode_field(leaf, field)
+                got = tables[field]
+                assert want is not None and got[0] == want[0] and got[0]
+                for a, b in zip(got[1:], want[1:], strict=True):  # type: ignore[arg-type]
+                    assert a.dtype == b.dtype and a.tolist() == b.tolist()
+    assert len(indexes["whoosh"]) == 1 and len(indexes["whoosh"][0]) >= 3
+    assert indexes["direct"] == indexes["whoosh"]

@@ -155,3 +155,16 @@ def test_the_tanh_gelu_is_another_graph_with_vectors_of_its_own(
         assert float(cosines.mean()) > 0.997 and float(cosines.min()) > 0.993
     with pytest.raises(ModelError):
         onnx_encoder.OnnxLayers(folder, gelu="sigmoid", cache_dir=tmp_path)
+
+
+def test_the_gelu_floor_lies_above_the_gelus_deepest_value() -> None:
+    """A row of the GELU's outputs has its largest value as its largest magnitude once that
+    reaches ``GELU_FLOOR`` (the down product's row scales rest on it), for the exact GELU
+    and its tanh approximation alike."""
+    import math
+
+    x = np.linspace(-4.0, 0.0, 400_001)
+    exact = x * 0.5 * (1.0 + np.vectorize(math.erf)(x / math.sqrt(2.0)))
+    tanh = 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
+    deepest = max(-float(exact.min()), -float(tanh.min()))
+    assert 0.169 < deepest < onnx_encoder.GELU_FLOOR < deepest + 0.002

@@ -9,10 +9,12 @@ same average field length, same length quantisation), in a few milliseconds. Any
 (phrases, boolean constraints) still goes through Whoosh's own searcher; a test checks the two
 agree.
 
-A segment never changes once written, so its postings are also kept decoded beside the index
-(``store_postings``, run after each write): per field, its terms in order, where each term's
-postings start, and every posting's docnum and weight as flat arrays that searches memory-map
-and slice. A term then costs one binary search and two slices instead of Whoosh's term lookup
+A segment never changes once written, so its postings are also kept beside the index as
+tables: per field, its terms in order, where each term's postings start, and every posting's
+docnum and weight as flat arrays that searches memory-map and slice. Its writer makes them as it
+writes the segment (``writing.DirectSegmentWriter``, ``save_tables``); a segment without them (an
+index made before them, a segment Whoosh's own path wrote) has them decoded from it
+(``store_postings``, run after each write). A term then costs one binary search and two slices instead of Whoosh's term lookup
 and the unpickling of its blocks (on the PowerShell docs, ~15 ms of a new query's 45). A
 segment without the tables (a write still in progress, an index made before them, a folder
 that is read-only) is read through Whoosh as before.
@@ -49,6 +51,13 @@ except ImportError:  # pragma: no cover - older layouts
     from whoosh.codec.whoosh3 import byte_to_length  # noqa: F401
 
 _BYTE_TO_LENGTH = np.array([byte_to_length(i) for i in range(256)], dtype=np.float64)
+
+
+#: One field's postings of one segment as searches keep them: (sorted terms, offsets where
+#: each term's postings start and the last ends, int32 docnums, float32 weights).
+PostingsTable = tuple[list[str], np.ndarray, np.ndarray, np.ndarray]
+#: A segment's postings tables, by field.
+PostingsTables = dict[str, PostingsTable]
 
 
 def flatten_disjunction(query: Q.Query, boost: float = 1.0) -> list[tuple[str, str, float]] | None:
@@ -373,12 +382,19 @@ class FastBM25:
         writes only that segment's files.)"""
         if self._disk is None:
             return 0
-        written = 0
+        tables: PostingsTables = {}
         for name in fields:
             decoded = self._decode_field(leaf, name)
-            if decoded is None:
-                continue  # read through Whoosh, as before
-            terms, offsets, ids, weights = decoded
+            if decoded is not None:  # (else read through Whoosh, as before)
+                tables[name] = decoded
+        return self.save_tables(seg_id, tables)
+
+    def save_tables(self, seg_id: str, tables: PostingsTables) -> int:
+        """Save one segment's postings tables (field -> its table, as ``_decode_field`` makes
+        it); returns how many were written."""
+        if self._disk is None:
+            return 0
+        for name, (terms, offsets, ids, weights) in tables.items():
             prefix = f"postings-{name}"
             # the term list last: a table is read only when all four files are there
             self._disk.write(
@@ -390,12 +406,9 @@ class FastBM25:
                 },
             )
             self._disk.write(seg_id, {f"{prefix}.terms": terms})
-            written += 1
-        return written
+        return len(tables)
 
-    def _decode_field(
-        self, leaf: Any, name: str
-    ) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray] | None:
+    def _decode_field(self, leaf: Any, name: str) -> PostingsTable | None:
         """(sorted terms, offsets, int32 docnums, float32 weights) of one field of a segment;
         None when a term's postings cannot be read (a segment merged away meanwhile by another
         process) or a weight is not exact in float32: the table is then not saved."""

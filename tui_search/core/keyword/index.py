@@ -44,6 +44,10 @@ BULK_WRITE = 5000
 CREATE_RACE_TIMEOUT = 10.0
 
 
+class WriteStopped(Exception):
+    """A full-text write ended before its commit (``LexicalIndex.write``'s ``stop``)."""
+
+
 def _segment_ids(s: Searcher) -> tuple[str, ...]:
     reader = s.reader()
     leaves = reader.leaf_readers() if hasattr(reader, "leaf_readers") else [(reader, 0)]
@@ -182,30 +186,49 @@ class LexicalIndex:
         for s in searchers:
             s.close()
 
+    @staticmethod
+    def writes_in_processes(chunks: int) -> bool:
+        """Whether a write adding ``chunks`` chunks is done by writer processes (``write``)."""
+        return chunks >= BULK_WRITE and (os.cpu_count() or 1) > 1
+
     def write(
         self,
         delete_paths: Iterable[str],
         add: Iterable[ChunkRecord],
         *,
         delete_keys: Iterable[str] = (),
+        stop: threading.Event | None = None,
     ) -> None:
         """Delete every chunk of ``delete_paths`` and the ``delete_keys``, then add or
-        replace (by key) the chunks in ``add``; one commit."""
+        replace (by key) the chunks in ``add``; one commit. ``stop``: once set, the write
+        ends before its commit (``WriteStopped``) if it is still adding chunks."""
         # (here, not at the top: a search process never imports multiprocessing, ~9 ms)
-        from tui_search.core.keyword.writing import IsolatedMpWriter, merge_bounded
+        from tui_search.core.keyword.writing import (
+            DirectSegmentWriter,
+            IsolatedMpWriter,
+            merge_bounded,
+        )
 
         add = list(add)
-        if len(add) >= BULK_WRITE and (os.cpu_count() or 1) > 1:
-            # a big batch (first index, a branch switch): analyse in parallel processes
+        writer: Any
+        if self.writes_in_processes(len(add)):
+            # a big batch (first index, a branch switch): analyse in parallel processes, each
+            # of which saves its segment's postings tables
             writer = IsolatedMpWriter(
                 self.ix,
                 procs=min(os.cpu_count() or 2, 4),
                 limitmb=128,
                 multisegment=True,
                 compound=False,
+                subargs={
+                    "limitmb": 128,
+                    "compound": False,
+                    "keep": SCORED_FIELDS,
+                    "tables_dir": str(self._segments_cache.directory),
+                },
             )
         else:
-            writer = self.ix.writer(limitmb=256, compound=False)
+            writer = DirectSegmentWriter(self.ix, keep=SCORED_FIELDS, limitmb=256, compound=False)
         try:
             deleted_paths = set(delete_paths)
             for path in deleted_paths:
@@ -213,6 +236,8 @@ class LexicalIndex:
             for key in delete_keys:
                 writer.delete_by_term("key", key)
             for c in add:
+                if stop is not None and stop.is_set():
+                    raise WriteStopped("the full-text write was stopped")
                 if c.file_path in deleted_paths:
                     writer.add_document(**document_fields(c))
                 else:
@@ -221,6 +246,9 @@ class LexicalIndex:
         except BaseException:
             writer.cancel()
             raise
+        if isinstance(writer, DirectSegmentWriter) and writer.tables:
+            # the new segment's postings as searches read them, made while it was written
+            self._fast.save_tables(str(writer.newsegment.segment_id()), writer.tables)
 
     def warm_up(self) -> None:
         """Read what the first search would (each segment's keys and postings tables, field

@@ -14,7 +14,8 @@ from tui_search.core.keyword.analysis import identifier_analyzer, text_analyzer
 from tui_search.core.records import ChunkRecord
 
 #: The fields plain queries score (``term_clause``'s and the identifiers'): their postings
-#: are kept decoded beside the index (``LexicalIndex.store_postings``).
+#: are kept as tables beside the index (made by the segment's writer, or decoded by
+#: ``LexicalIndex.store_postings``).
 SCORED_FIELDS = ("body", "heading", "title", "tags", "ident")
 #: The fields a section's title and heading path are in (the heading match reads them).
 HEADING_FIELDS = ("title", "heading")

@@ -5,8 +5,9 @@ with ``onnx``'s helpers the first time the layers load and kept in the per-user 
 file is shipped; ``graph_session``), so later loads import onnxruntime only;
 :class:`tui_search.core.ranking.rerank.SentenceEncoder` tokenizes, embeds, packs and pools as
 for its numpy layers and hands the packed rows to :class:`OnnxLayers` instead. The dense layers
-run over a batch's tokens end to end without padding; only attention sees the texts padded to
-the longest (a key-padding mask).
+run over a batch's tokens end to end without padding, but for the query, key and value
+products: these write attention's view of the texts padded to the longest (a key-padding
+mask), from the quantised rows gathered to it.
 
 ``activations`` says how the inputs of the dense layers' products are quantised:
 
@@ -120,7 +121,10 @@ class OnnxLayers:
 
 
 #: The graph's layout: a cached graph of another layout is written again.
-GRAPH_LAYOUT = "2"
+GRAPH_LAYOUT = "3"
+#: Above the GELU's deepest value (-0.16997 exact, -0.17004 the tanh approximation): a row of
+#: its outputs whose largest value reaches this has that value as its largest magnitude.
+GELU_FLOOR = 0.171
 
 
 def graph_file(
@@ -202,7 +206,18 @@ def _graph(
     the GELU with its bias (``FastGelu`` or ``BiasGelu``, by ``gelu``), else written out with
     standard operators. Fused with a scale per token, the query, key and value products read
     one quantised input and hand attention their outputs apart (no split); every product's
-    zero points (128 per token) are made once per batch."""
+    zero points (128 per token) are made once per batch.
+
+    What moves between the packed and the padded views is the quantised rows (one byte a
+    value) and their scales, not float rows: the packed input of the query, key and value
+    products is quantised, then gathered to the padded view, so the three products write
+    attention's padded inputs directly; attention's padded output is quantised, then gathered
+    back to the packed rows the output product reads. A row's quantisation and product never
+    depend on the other rows, so every real token's values are the same as quantised in
+    place. Each token's scale goes into ``MatMulIntegerToFloat`` as its ``a_scale``, which
+    multiplies the product's rows in place (no separate ``Mul``). The GELU's outputs are
+    never below ``-GELU_FLOOR``, so their row scales take the row's largest value, floored at
+    ``GELU_FLOOR``, with no ``Abs`` pass."""
     if gelu not in ("tanh", "erf"):
         raise ValueError(f"gelu is 'tanh' or 'erf', not {gelu!r}")
     from onnx import TensorProto, helper, numpy_helper
@@ -240,41 +255,56 @@ def _graph(
         nodes.append(helper.make_node(op, inputs, [out], domain=domain, **attrs))
         return out
 
-    def quantised(x: str) -> tuple[str, str]:
+    def zero_points(rows: str) -> str:
+        """128 for every row of ``rows`` (``x``: the packed tokens, ``pad``: the padded
+        slots; per-axis zero points take the scales' shape), made once per batch."""
+        key = "zp " + rows
+        if key not in shared:
+            if rows == "x":
+                count = node("ReduceMax", ["x"], axes=[-1], keepdims=0)
+                zero = node("Mul", [count, scalar("zero", np.asarray(0, np.float32))])
+            else:
+                zero = node("Mul", [rows, scalar("zero64", np.asarray(0, np.int64))])
+            zp = node("Cast", [zero], to=TensorProto.UINT8)
+            shared[key] = node("Add", [zp, scalar("z128", np.asarray(128, np.uint8))])
+        return shared[key]
+
+    def quantised(x: str, rows: str = "x", floor: float | None = None) -> tuple[str, str]:
         """(``x``'s rows as uint8 about 128, each with one scale, ``max |row| / 127``; those
-        scales as a column), so a token's row never depends on the tokens batched with it."""
-        s = node("ReduceMax", [node("Abs", [x])], axes=[-1], keepdims=0)
+        scales as a column), so a token's row never depends on the tokens batched with it.
+        ``rows``: whose rows ``x`` has (``zero_points``); ``floor``: ``x`` is never below
+        ``-floor``, so ``max |row|`` is the row's largest value floored at ``floor``."""
+        if floor is None:
+            s = node("ReduceMax", [node("Abs", [x])], axes=[-1], keepdims=0)
+        else:
+            s = node("ReduceMax", [x], axes=[-1], keepdims=0)
+            s = node("Max", [s, scalar("floor", np.asarray(floor, np.float32))])
         s = node("Mul", [s, scalar("inv127", np.asarray(1 / 127, np.float32))])
         s = node("Max", [s, scalar("tiny", np.asarray(1e-20, np.float32))])
-        if "zp" not in shared:
-            # 128 for every row (per-axis zero points take the scales' shape): every
-            # product's input has the batch's token rows, so one vector serves them all
-            rows = node("ReduceMax", ["x"], axes=[-1], keepdims=0)
-            zero = node("Mul", [rows, scalar("zero", np.asarray(0, np.float32))])
-            zp = node("Cast", [zero], to=TensorProto.UINT8)
-            shared["zp"] = node("Add", [zp, scalar("z128", np.asarray(128, np.uint8))])
-        xq = node("QuantizeLinear", [x, s, shared["zp"]], axis=0)
+        xq = node("QuantizeLinear", [x, s, zero_points(rows)], axis=0)
         return xq, node("Unsqueeze", [s, scalar("ax1", np.asarray([1], np.int64))])
 
     def product(xq: str, column: str, q: np.ndarray, scale: np.ndarray) -> str:
         """The int32 sums of ``xq`` by the int8 weights ``q`` (out x in) times the weights'
-        column scales (``MatMulIntegerToFloat``), then times each row's scale (``column``)."""
-        y = node(
+        column scales and each row's scale (``column``: ``MatMulIntegerToFloat``'s
+        ``a_scale``, one a row)."""
+        return node(
             "MatMulIntegerToFloat",
             [
                 xq,
                 const("wq", q.T.copy()),
-                scalar("one", np.asarray(1.0, np.float32)),
+                column,
                 const("ws", scale),
                 scalar("z128", np.asarray(128, np.uint8)),
             ],
             domain="com.microsoft",
         )
-        return node("Mul", [y, column])
 
-    def linear(x: str, parts: list[str], kind: str, with_bias: bool = True) -> tuple[str, str]:
+    def linear(
+        x: str, parts: list[str], kind: str, with_bias: bool = True, floor: float | None = None
+    ) -> tuple[str, str]:
         """(x @ W.T, and + b when ``with_bias``; the bias's name) of the dense layers
-        ``parts`` (their outputs side by side)."""
+        ``parts`` (their outputs side by side); ``floor``: as ``quantised``'s."""
         q = np.concatenate([raw[p + ".weight"] for p in parts], axis=0)  # (out, in) int8
         scale = np.concatenate([raw[p + ".weight.scale"] for p in parts]).astype(np.float32)
         bias = const("b", np.concatenate([raw[p + ".bias"] for p in parts]).astype(np.float32))
@@ -287,7 +317,7 @@ def _graph(
                 domain="com.microsoft",
             )
         else:
-            y = product(*quantised(x), q, scale)
+            y = product(*quantised(x, floor=floor), q, scale)
         if with_bias:
             y = node("Add", [y, bias])
         return y, bias
@@ -343,13 +373,15 @@ def _graph(
         att = p + "attention.self."
         parts = [att + "query", att + "key", att + "value"]
         if apart:
-            # three products of one quantised input, each gathered to (texts, longest, dim)
+            # one quantised input gathered to the padded view, three products of it, each
+            # reshaped to (texts, longest, dim)
             xq, column = quantised(x)
+            xq = node("Gather", [xq, "pad"], axis=0)
+            column = node("Gather", [column, "pad"], axis=0)
             outs = []
             for part in parts:
                 w, ws = raw[part + ".weight"], raw[part + ".weight.scale"].astype(np.float32)
-                y = node("Gather", [product(xq, column, w, ws), "pad"], axis=0)
-                outs.append(node("Reshape", [y, shape1]))
+                outs.append(node("Reshape", [product(xq, column, w, ws), shape1]))
             qkv_b = const("b", np.concatenate([raw[k + ".bias"] for k in parts]).astype(np.float32))
         else:
             qkv, qkv_b = linear(x, parts, "qkv", not fused)
@@ -376,8 +408,20 @@ def _graph(
             a = node("Mul", [a, const("scale", np.asarray(scale, np.float32))])
             a = node("Softmax", [node("Add", [a, maskbias])], axis=-1)
             ctx = node("Transpose", [node("MatMul", [a, vp])], perm=[0, 2, 1, 3])
-        ctx = node("Gather", [node("Reshape", [ctx, flat]), "unpad"], axis=0)
-        y, _ = linear(ctx, [p + "attention.output.dense"], "out")
+        ctx = node("Reshape", [ctx, flat])
+        dense = p + "attention.output.dense"
+        if apart and "out" in int8:
+            # quantised in the padded view, its rows and scales gathered back to the packed
+            cq, column = quantised(ctx, rows="pad")
+            cq = node("Gather", [cq, "unpad"], axis=0)
+            column = node("Gather", [column, "unpad"], axis=0)
+            w, ws = raw[dense + ".weight"], raw[dense + ".weight.scale"].astype(np.float32)
+            y = node(
+                "Add",
+                [product(cq, column, w, ws), const("b", raw[dense + ".bias"].astype(np.float32))],
+            )
+        else:
+            y, _ = linear(node("Gather", [ctx, "unpad"], axis=0), [dense], "out")
         x = norm(y, x, p + "attention.output.LayerNorm")
         up, up_b = linear(x, [p + "intermediate.dense"], "up", not fused)
         if fused:
@@ -385,7 +429,7 @@ def _graph(
             up = node(op, [up, up_b], domain="com.microsoft")
         else:
             up = node("Gelu", [up], domain="com.microsoft")
-        y, _ = linear(up, [p + "output.dense"], "down")
+        y, _ = linear(up, [p + "output.dense"], "down", floor=GELU_FLOOR)
         x = norm(y, x, p + "output.LayerNorm")
     nodes[-1].output[0] = "hidden"
     graph.node.extend(nodes)

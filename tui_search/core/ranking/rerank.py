@@ -169,7 +169,11 @@ class SentenceEncoder:
         tokens). A text's vector does not depend on the texts encoded with it. ``layers``:
         what runs the six layers over a packed batch's embedded rows (``onnx_encoder``'s int8
         layers), numpy's float32 by default."""
-        ids = [np.asarray(self._tok.encode(t).ids, dtype=np.int64) for t in texts]
+        if len(texts) > 1:  # (the same ids as one ``encode`` a text, without their offsets)
+            encodings = self._tok.encode_batch_fast(texts)
+        else:
+            encodings = [self._tok.encode(t) for t in texts]
+        ids = [np.asarray(e.ids, dtype=np.int64) for e in encodings]
         out = np.empty((len(ids), self.dim), dtype=np.float32)
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
         start = 0
