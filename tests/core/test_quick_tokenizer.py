@@ -208,9 +208,10 @@ def test_plain_text_is_tokenized_without_the_library_as_the_library_does(
             assert (got.ids, got.offsets) == (want.ids, want.offsets), text
     assert went_plain > 100
     short = [t for t in plain if len(t) < 300][:40]
-    assert [e.ids for e in quick.encode_batch_fast(short, add_special_tokens=False)] == [
-        e.ids for e in whole.encode_batch_fast(short, add_special_tokens=False)
-    ]
+    for special in (True, False):
+        assert [e.ids for e in quick.encode_batch_fast(short, add_special_tokens=special)] == [
+            e.ids for e in whole.encode_batch_fast(short, add_special_tokens=special)
+        ]
 
 
 def test_plain_questions_load_no_library_tokenizer() -> None:

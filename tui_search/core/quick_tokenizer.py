@@ -454,12 +454,12 @@ class QuickTokenizer:
 
     def encode_batch_fast(
         self, texts: Sequence[str], add_special_tokens: bool = True
-    ) -> list[Encoding] | list[PlainEncoding]:
+    ) -> list[Encoding | PlainEncoding]:
         plain = self._plain_encodings(texts, add_special_tokens)
         if plain is not None:  # (the library's fast batch leaves the offsets out: (0, 0))
             return [PlainEncoding(e.ids, [(0, 0)] * len(e.ids)) for e in plain]
         tok = self._for(texts)
-        return list(tok.encode_batch_fast(list(texts), add_special_tokens=add_special_tokens))
+        return [*tok.encode_batch_fast(list(texts), add_special_tokens=add_special_tokens)]
 
     def _plain_encodings(self, texts: Sequence[str], special: bool) -> list[PlainEncoding] | None:
         """The texts' encodings by the plain path (``_PlainWordPiece``), or None when any
