@@ -6,6 +6,7 @@ import json
 import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -184,6 +185,44 @@ def test_console_entry_flushes_everything_and_keeps_the_exit_code(ws: Path, tmp_
     missing = ["--workspace", str(tmp_path / "missing"), "--index-dir", str(tmp_path / "q")]
     bad = _cli_process("search", "x", *missing)
     assert bad.returncode != 0 and bad.stderr.strip() and "Traceback" not in bad.stderr
+
+
+def test_the_engine_imports_uncollected_in_the_command_lines_own_process_only(
+    ws: Path, tmp_path: Path
+) -> None:
+    """In ``run``'s process the engine's modules import with the collector off, their objects
+    frozen after and the collector on again; a caller of ``main`` (a test, a library) keeps
+    its collector as it was."""
+    code = textwrap.dedent(
+        f"""
+        import gc, json, sys
+        from pathlib import Path
+        from tui_search import cli
+        from tui_search.config import load_settings
+        s = load_settings({{"workspace": Path({str(ws)!r}), "index_dir": Path({str(tmp_path / "g")!r})}})
+        own = sys.argv[1] == "own"
+        cli._OWN_PROCESS = own
+        before = gc.get_freeze_count()
+        engine = cli.open_engine(s)
+        engine.close()
+        print(json.dumps([gc.isenabled(), before, gc.get_freeze_count()]))
+        """
+    )
+    for side in ("own", "library"):
+        proc = subprocess.run(
+            [sys.executable, "-c", code, side],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        enabled, before, after = json.loads(proc.stdout.strip().splitlines()[-1])
+        assert enabled and before == 0
+        if side == "own":
+            assert after > 20_000  # every module's objects, frozen
+        else:
+            assert after == 0
 
 
 class _noop:

@@ -157,3 +157,72 @@ def test_a_table_that_no_longer_fits_its_file_is_made_again(tmp_path: Path) -> N
     blocked = tmp_path / "blocked"
     blocked.write_text("a file where the cache folder would be")
     assert QuickTokenizer(path, blocked).encode(question).ids == want
+
+
+PLAIN_HARD = [
+    "how do I link to a heading",
+    "HOW Do i LINK to A heading?!",
+    "copy my public key to a remote server",
+    "~/.ssh/authorized_keys user@host:22 -p 2222 --port=22",
+    "getUserById snake_case CamelCase a.b.c 3.14159 1,000,000 x86_64 i18n",
+    "don't can't e.g. i.e. U.S.A. (parens) [brackets] {braces} <angle> `tick`",
+    "[sep] [cls] <PAD> [unk] [mask]",  # an added token's name in another case: plain words
+    "a" * 99 + " " + "b" * 100 + " " + "c" * 101,
+    "qzxqzxqzxqzx zzzzzzzzzzzzzzzzzzzzzzzzzzzz xkcd",
+    "##ing ## # unaffable",
+    "tabs\tand\nnewlines\r\nand   runs   of  spaces  ",
+    "!!!---???",
+    "",
+    " ",
+    "word " * 200,  # past the truncation: the library's
+]
+
+
+@pytest.mark.parametrize("model", ["default", "reranker"])
+def test_plain_text_is_tokenized_without_the_library_as_the_library_does(
+    model: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Printable ASCII text is tokenized by ``_PlainWordPiece`` (no library tokenizer made):
+    the same ids and offsets as the whole tokenizer, with and without special tokens, on the
+    test data's questions, every plain chunk of the repository's markdown and hard cases; a
+    text that is not plain, or that truncation cuts, goes to the library."""
+    monkeypatch.setattr(quick_tokenizer, "QUICK_CHARS", 10**12)
+    path = MODELS / model / "tokenizer.json"
+    whole = Tokenizer.from_file(str(path))
+    quick = QuickTokenizer(path)
+    for tok in (whole, quick):
+        tok.enable_truncation(128)
+        if model == "reranker":
+            tok.no_padding()  # (as the re-ranker does)
+    plain = [t for t in [*PLAIN_HARD, *_texts()] if quick_tokenizer._PLAIN_TEXT.match(t)]
+    assert len(plain) > 150
+    went_plain = 0
+    for text in plain:
+        for special in (True, False):
+            want = whole.encode(text, add_special_tokens=special)
+            ours = quick._plain.encode(text, special) if quick._plain else None
+            if ours is not None and len(ours.ids) <= 128:
+                went_plain += 1
+                assert (ours.ids, ours.offsets) == (want.ids, want.offsets), text
+            got = quick.encode(text, add_special_tokens=special)
+            assert (got.ids, got.offsets) == (want.ids, want.offsets), text
+    assert went_plain > 100
+    short = [t for t in plain if len(t) < 300][:40]
+    for special in (True, False):
+        assert [e.ids for e in quick.encode_batch_fast(short, add_special_tokens=special)] == [
+            e.ids for e in whole.encode_batch_fast(short, add_special_tokens=special)
+        ]
+
+
+def test_plain_questions_load_no_library_tokenizer() -> None:
+    """A one-shot search's plain question: neither the static model's tokenizer nor the
+    re-ranker's makes a library tokenizer, nor reads its settings from one."""
+    for model in ("default", "reranker"):
+        quick = QuickTokenizer(MODELS / model / "tokenizer.json")
+        quick.enable_truncation(128)
+        quick.no_padding()
+        ids = quick.encode("how do I link to a heading?").ids
+        assert ids and quick._shell_made is None and quick._part is None and quick._full is None
+        assert quick.file_setting("pre_tokenizer") == {"type": "BertPreTokenizer"}
+        quick.encode("Ångström")  # not plain: the library's partial tokenizer
+        assert quick._part is not None and quick._full is None

@@ -2,7 +2,8 @@
 
 The search path leaves out packages its libraries import for things it never does (see
 ``tui_search.core.startup``) and ones of its own used elsewhere (model2vec for the shipped
-model, ``pathspec`` without ignore files, ``numpy.random`` without duplicate collapsing)."""
+model, ``pathspec`` without ignore files, ``numpy.random`` without duplicate collapsing, the
+tokenizer library for a plain question)."""
 
 from __future__ import annotations
 
@@ -42,6 +43,10 @@ NOT_ON_THE_SEARCH_PATH = (
     "html",
     "calendar",
     "platform",
+    "numpy._core._add_newdocs",
+    "numpy._core._add_newdocs_scalars",
+    "numpy._typing",
+    "tokenizers",
 )
 
 
@@ -82,6 +87,12 @@ def test_a_search_process_imports_only_what_it_uses(tmp_path: Path) -> None:
         assert usearch.platform.system() and usearch.platform.machine()
         assert concurrent.futures._base.LOGGER.name == "concurrent.futures"
         assert concurrent.futures._base.LOGGER.getEffectiveLevel() >= 0
+        import numpy, numpy.typing
+        from numpy.linalg import _linalg
+        assert numpy.linalg.eigh(numpy.eye(2)).eigenvalues.tolist() == [1.0, 1.0]
+        assert _linalg.EigResult._fields == ("eigenvalues", "eigenvectors")
+        assert numpy.typing.NDArray[numpy.float32] is not None
+        assert numpy.array.__doc__ is None or "array" in numpy.array.__doc__
         print(json.dumps(loaded))
         """
     )

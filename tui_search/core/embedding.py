@@ -92,10 +92,15 @@ def _prefix_tokens(model: object) -> int | None:
     tokenizer = getattr(model, "tokenizer", None)
     if not isinstance(limit, int) or limit <= 0 or tokenizer is None:
         return None
-    truncation = getattr(tokenizer, "truncation", None)
+    setting = getattr(tokenizer, "file_setting", None)
+    if callable(setting):  # a ``QuickTokenizer``: its file's settings, the library not loaded
+        truncation = setting("truncation")
+        kind = (setting("pre_tokenizer") or {}).get("type")
+    else:
+        truncation = getattr(tokenizer, "truncation", None)
+        kind = type(getattr(tokenizer, "pre_tokenizer", None)).__name__
     if not truncation or truncation.get("max_length") != limit:
         return None
-    kind = type(getattr(tokenizer, "pre_tokenizer", None)).__name__
     return limit if kind in _WHITESPACE_SPLITTERS else None
 
 
@@ -139,7 +144,9 @@ class FolderModel:
                 f"{self.tokenizer.get_vocab_size()} tokens but {len(self.embedding)} vectors, "
                 "and no token mapping"
             )
-        padding = self.tokenizer.padding  # no padding, the pad token kept (as model2vec)
+        # no padding, the pad token kept (as model2vec); the file's settings are read without
+        # loading the tokenizer library (``QuickTokenizer.file_setting``)
+        padding = self.tokenizer.file_setting("padding")
         if padding is not None:
             self.tokenizer.enable_padding(
                 pad_id=padding["pad_id"],
@@ -150,11 +157,11 @@ class FolderModel:
         self.unk_token_id = self._unk_token_id()
 
     def _unk_token_id(self) -> int | None:
-        model = self.tokenizer.model
-        if hasattr(model, "unk_token"):  # WordPiece, BPE, WordLevel
-            token = model.unk_token
+        model = self.tokenizer.file_setting("model") or {}
+        if "unk_token" in model:  # WordPiece, BPE, WordLevel
+            token = model["unk_token"]
             return None if token is None else self.tokenizer.token_to_id(token)
-        unk = json.loads(self.tokenizer.to_str())["model"].get("unk_id")  # Unigram
+        unk = model.get("unk_id")  # Unigram
         return None if unk is None else int(unk)
 
     @property
@@ -326,7 +333,11 @@ class Model2VecEmbedder:
     def token_vectors(self, ids: np.ndarray) -> np.ndarray:
         """L2-normalised float32 rows of ``ids``, gathered from the model's own (int8) table
         and each divided by its own norm: no float32 copy of the whole table and no table of
-        every token's norm (20 ms of a process's first search), only the rows asked for."""
+        every token's norm (20 ms of a process's first search), only the rows asked for. The
+        rows are divided in place (a search's few thousand rows are megabytes: a second array
+        cost its pages' first-touch faults); a zero row stays zero."""
         rows = self._rows(np.asarray(ids, dtype=np.int64))
-        norms = np.sqrt(np.einsum("ij,ij->i", rows, rows))[:, None]
-        return np.divide(rows, norms, out=np.zeros_like(rows), where=norms > 0)
+        norms = np.sqrt(np.einsum("ij,ij->i", rows, rows))
+        norms[norms == 0] = 1.0
+        rows /= norms[:, None]
+        return rows

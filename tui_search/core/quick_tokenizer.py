@@ -27,6 +27,14 @@ under a millisecond, nothing made per piece. A kept table is used while the file
 size and modification time it was made from; otherwise (missing, unreadable, stale) the file
 is parsed and the table written again (a temporary file renamed); where the cache cannot be
 written, the parsed file is used as it is.
+
+A text of printable ASCII alone (spaces, tabs and line breaks aside) that holds no added token
+(``[SEP]``, ``<pad>``...) is tokenized here without the library (``_PlainWordPiece``): on such
+text BERT's normalizer only lowercases, its pre-tokenizer splits at whitespace and isolates
+each ASCII punctuation mark, and WordPiece takes the longest piece at each position, all of
+which is a few lines of Python; the library (its import and a partial tokenizer for each,
+~8 ms of a one-shot search) is loaded for the first text that is not such text, or that a
+setting would truncate or pad. The test compares both on the same texts.
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ import hashlib
 import json
 import marshal
 import os
+import re
 import threading
 from array import array
 from collections.abc import Sequence
@@ -147,10 +156,122 @@ def _write_table(
             tmp.unlink()
 
 
+def _pads(padding: Any) -> bool:
+    """Whether a ``tokenizer.json``'s padding could add tokens to a text (not when off, or
+    padding to a fixed length of 0)."""
+    if padding is None:
+        return False
+    strategy = padding.get("strategy") if isinstance(padding, dict) else None
+    return not (isinstance(strategy, dict) and strategy.get("Fixed") == 0)
+
+
 def _punctuation_ends(token: str) -> bool:
     """Whether ``token`` begins and ends with ASCII punctuation (where BERT's pre-tokenizer
     splits whatever is around it)."""
     return len(token) >= 2 and token[0] in punctuation and token[-1] in punctuation
+
+
+#: Text the plain path tokenizes: printable ASCII, spaces, tabs and line breaks.
+_PLAIN_TEXT = re.compile(r"[ -~\t\n\r]*\Z")
+_SPLIT_WORDS = re.compile(r"[A-Za-z0-9]+|[!-/:-@\[-`{-~]")
+
+
+class PlainEncoding:
+    """What the plain path gives for a text: ``ids`` and ``offsets``, as an ``Encoding``'s."""
+
+    __slots__ = ("ids", "offsets")
+
+    def __init__(self, ids: list[int], offsets: list[tuple[int, int]]) -> None:
+        self.ids = ids
+        self.offsets = offsets
+
+
+class _PlainWordPiece:
+    """BERT's normalizer, pre-tokenizer and WordPiece over a text of printable ASCII alone,
+    with a single text's post-processing template: the library's ids and offsets for it."""
+
+    def __init__(self, spec: dict[str, Any], vocab: SortedVocab, added: dict[str, int]) -> None:
+        model = spec["model"]
+        self._vocab = vocab
+        self._lower = bool(spec["normalizer"].get("lowercase", True))
+        self._prefix = str(model.get("continuing_subword_prefix") or "")
+        self._max_chars = int(model.get("max_input_chars_per_word") or 100)
+        unk = model.get("unk_token")
+        self._unk = vocab.get(unk) if isinstance(unk, str) else None
+        self._added = [t.lower() for t in added]
+        self._template = self._template_of(spec.get("post_processor"))
+        self._cache: dict[str, list[tuple[int, int, int]]] = {}
+
+    @staticmethod
+    def _template_of(post: Any) -> list[int | None] | None:
+        """A single text's template: the special tokens' ids around the text (None where
+        the text goes); [] without a post-processor; None for any other post-processor."""
+        if post is None:
+            return []
+        if not isinstance(post, dict) or post.get("type") != "TemplateProcessing":
+            return None
+        out: list[int | None] = []
+        specials = post.get("special_tokens") or {}
+        for item in post.get("single") or []:
+            if "Sequence" in item and item["Sequence"].get("id") == "A":
+                out.append(None)
+            elif "SpecialToken" in item:
+                ids = specials.get(item["SpecialToken"].get("id"), {}).get("ids")
+                if not isinstance(ids, list) or len(ids) != 1:
+                    return None
+                out.append(int(ids[0]))
+            else:
+                return None
+        return out if out.count(None) == 1 else None
+
+    def encode(self, text: str, special: bool) -> PlainEncoding | None:
+        """The text's encoding, or None when this path does not tokenize it."""
+        if self._unk is None or not _PLAIN_TEXT.match(text):
+            return None
+        if self._added and any(t in text.lower() for t in self._added):
+            return None
+        template = self._template if special else []
+        if template is None:
+            return None
+        norm = text.lower() if self._lower else text
+        ids: list[int] = []
+        offsets: list[tuple[int, int]] = []
+        for m in _SPLIT_WORDS.finditer(norm):
+            at = m.start()
+            for tid, a, b in self._word(m.group()):
+                ids.append(tid)
+                offsets.append((at + a, at + b))
+        if template:
+            i = template.index(None)
+            ids = [t for t in template[:i] if t is not None] + ids
+            ids += [t for t in template[i + 1 :] if t is not None]
+            offsets = [(0, 0)] * i + offsets + [(0, 0)] * (len(template) - i - 1)
+        return PlainEncoding(ids, offsets)
+
+    def _word(self, word: str) -> list[tuple[int, int, int]]:
+        """WordPiece over one word: (id, start, end) of each piece, the longest at each
+        position; the unknown token for the whole word when some position has none."""
+        found = self._cache.get(word)
+        if found is not None:
+            return found
+        n = len(word)
+        unk = [(self._unk or 0, 0, n)]
+        pieces: list[tuple[int, int, int]] = []
+        if n > self._max_chars:
+            pieces = unk
+        start = 0
+        while start < n and pieces is not unk:
+            lead = self._prefix if start else ""
+            for end in range(n, start, -1):
+                tid = self._vocab.get(lead + word[start:end])
+                if tid is not None:
+                    pieces.append((tid, start, end))
+                    start = end
+                    break
+            else:
+                pieces = unk
+        self._cache[word] = pieces
+        return pieces
 
 
 class QuickTokenizer:
@@ -162,12 +283,12 @@ class QuickTokenizer:
     def __init__(self, path: Path, cache_dir: Path | None = None) -> None:
         """The tokenizer of ``path``; its vocabulary table is kept under ``cache_dir`` (by
         default the per-user cache)."""
-        from tokenizers import Tokenizer
-
         self._path = path
         self._lock = threading.RLock()
         self._full: Tokenizer | None = None
         self._part: Tokenizer | None = None
+        self._shell_made: Tokenizer | None = None
+        self._plain: _PlainWordPiece | None = None
         self._settings: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
         self._used = 0
         cache_dir = user_cache_dir() if cache_dir is None else cache_dir
@@ -191,8 +312,17 @@ class QuickTokenizer:
                 and all(_punctuation_ends(str(t.get("content", ""))) for t in spec["added_tokens"])
             )
             if not quick:
+                from tokenizers import Tokenizer
+
+                self._file = (
+                    {k: v for k, v in spec.items() if k != "model"}
+                    if isinstance(spec, dict)
+                    else {}
+                )
+                if isinstance(model, dict):
+                    self._file["model"] = {k: v for k, v in model.items() if k != "vocab"}
                 self._full = Tokenizer.from_str(text)
-                self._shell = self._full
+                self._shell_made = self._full
                 return
             vocab = SortedVocab.of(model["vocab"])
             model = {**model, "vocab": {}}
@@ -208,18 +338,51 @@ class QuickTokenizer:
             if found is not None:
                 always[token] = found
         self._spec: dict[str, Any] = spec
+        self._file = spec
         self._model_spec: dict[str, Any] = model
         self._pieces: dict[str, int] = dict(always)
         self._seen: set[str] = set()
-        self._shell = self._partial()
-        self._part = self._shell
+        self._plain = _PlainWordPiece(spec, vocab, self._added)
+        # what the plain path must leave to the library: a length past which the file's or a
+        # later setting truncates, and whether padding could add tokens
+        truncation = spec.get("truncation")
+        self._truncate_at: int | None = (
+            int(truncation["max_length"]) if isinstance(truncation, dict) else None
+        )
+        self._pads = _pads(spec.get("padding"))
+
+    @property
+    def _shell(self) -> Tokenizer:
+        """A library tokenizer with the file's and the later settings (partial: the pieces
+        found so far), made when first needed."""
+        with self._lock:
+            if self._shell_made is None:
+                self._shell_made = self._partial()
+            return self._shell_made
+
+    def file_setting(self, name: str) -> Any:
+        """The file's own setting ``name`` as its JSON has it (``truncation``, ``padding``,
+        ``pre_tokenizer``, ``normalizer``; ``model`` without its vocabulary), whatever was
+        set since: read without loading the library."""
+        return self._file.get(name)
 
     # -- settings, kept on every tokenizer made -------------------------------------------
     def _apply(self, name: str, *args: Any, **kwargs: Any) -> None:
         with self._lock:
             self._settings.append((name, args, kwargs))
-            for tok in {id(t): t for t in (self._shell, self._full, self._part) if t}.values():
+            made = (self._shell_made, self._full, self._part)
+            for tok in {id(t): t for t in made if t}.values():
                 getattr(tok, name)(*args, **kwargs)
+            if name == "enable_truncation":
+                self._truncate_at = int(args[0] if args else kwargs["max_length"])
+            elif name == "no_truncation":
+                self._truncate_at = None
+            elif name == "enable_padding":
+                length = kwargs.get("length", args[4] if len(args) > 4 else None)
+                multiple = kwargs.get("pad_to_multiple_of", args[5] if len(args) > 5 else None)
+                self._pads = length != 0 or bool(multiple)
+            elif name == "no_padding":
+                self._pads = False
 
     def enable_truncation(self, *args: Any, **kwargs: Any) -> None:
         self._apply("enable_truncation", *args, **kwargs)
@@ -283,14 +446,40 @@ class QuickTokenizer:
                 self._full = full
             return self._full
 
-    def encode(self, text: str, add_special_tokens: bool = True) -> Encoding:
+    def encode(self, text: str, add_special_tokens: bool = True) -> Encoding | PlainEncoding:
+        plain = self._plain_encodings([text], add_special_tokens)
+        if plain is not None:
+            return plain[0]
         return self._for([text]).encode(text, add_special_tokens=add_special_tokens)
 
     def encode_batch_fast(
         self, texts: Sequence[str], add_special_tokens: bool = True
-    ) -> list[Encoding]:
+    ) -> list[Encoding | PlainEncoding]:
+        plain = self._plain_encodings(texts, add_special_tokens)
+        if plain is not None:  # (the library's fast batch leaves the offsets out: (0, 0))
+            return [PlainEncoding(e.ids, [(0, 0)] * len(e.ids)) for e in plain]
         tok = self._for(texts)
-        return list(tok.encode_batch_fast(list(texts), add_special_tokens=add_special_tokens))
+        return [*tok.encode_batch_fast(list(texts), add_special_tokens=add_special_tokens)]
+
+    def _plain_encodings(self, texts: Sequence[str], special: bool) -> list[PlainEncoding] | None:
+        """The texts' encodings by the plain path (``_PlainWordPiece``), or None when any
+        is not for it: not plain text, truncated or padded by a setting, or past the
+        characters a process tokenizes in part."""
+        with self._lock:
+            plain = self._plain
+            if plain is None or self._full is not None or self._pads:
+                return None
+            if self._used + sum(len(t) for t in texts) > QUICK_CHARS:
+                return None
+            out: list[PlainEncoding] = []
+            for text in texts:
+                enc = plain.encode(text, special)
+                limit = self._truncate_at
+                if enc is None or (limit is not None and len(enc.ids) > limit):
+                    return None
+                out.append(enc)
+            self._used += sum(len(t) for t in texts)
+            return out
 
     def _for(self, texts: Sequence[str]) -> Tokenizer:
         """A tokenizer that gives ``texts`` the whole tokenizer's ids and offsets."""

@@ -12,6 +12,12 @@ analyzer stems with Snowball (``core.keyword.analysis``). Its codec and readers 
 Levenshtein automata and distance (fuzzy terms) and its searcher the highlighter (~1.5 ms),
 which tui-search does not use either, nor the modules that some of their functions call
 (``html`` to escape, ``calendar`` for dates, ``platform`` to name a download: ~3.5 ms).
+numpy, which usearch imports, adds the docstrings of its compiled functions, methods and
+scalar types from two modules of text (``numpy._core._add_newdocs`` and
+``_add_newdocs_scalars``: ~6 ms of a search); nothing a search runs reads them (``help()``
+in the same process would show those objects without their text). Its ``linalg`` imports its
+typing aliases (``numpy._typing``: ~7 ms, building ``typing`` unions) to annotate the named
+tuples its decompositions return; their annotations say ``ndarray[Any]`` instead.
 ``concurrent.futures`` (the re-ranker's question thread, the engine's loading thread) imports
 ``logging`` (~3 ms) to make the logger it reports a failed callback or worker to; here that
 logger is looked up when it is first used.
@@ -70,9 +76,9 @@ def _iscoroutinefunction(func: object) -> bool:
 
 
 @contextlib.contextmanager
-def deferred_imports(modules: dict[str, dict[str, Callable[..., Any] | None]]) -> Iterator[None]:
+def deferred_imports(modules: dict[str, dict[str, object]]) -> Iterator[None]:
     """Within the block, ``import NAME`` of each module not imported yet gives a placeholder.
-    Each listed attribute of it is the given function, or (None) a function that forwards to
+    Each listed attribute of it is the given object, or (None) a function that forwards to
     the real one. The placeholders are removed from ``sys.modules`` when the block ends."""
     placed: dict[str, _Deferred] = {}
     for name, attrs in modules.items():
@@ -105,6 +111,15 @@ def _shared_cxx_runtime() -> None:
             ctypes.CDLL("libstdc++.so.6", mode=os.RTLD_GLOBAL)
 
 
+class _ArrayAlias:
+    """Stands for ``numpy._typing.NDArray`` while numpy's typing aliases are deferred: numpy
+    imports them only to annotate the named tuples of its ``linalg`` results, and
+    ``NDArray[X]`` is then ``numpy.ndarray[X]`` (numpy's own generic array type)."""
+
+    def __getitem__(self, item: Any) -> Any:
+        return sys.modules["numpy"].ndarray[item]
+
+
 class _LazyLogger:
     """``logging.getLogger(name)``, looked up (and ``logging`` imported) when first used."""
 
@@ -132,6 +147,9 @@ with deferred_imports(
         "html": {"escape": None},
         "calendar": {},
         "platform": {},
+        "numpy._core._add_newdocs": {},
+        "numpy._core._add_newdocs_scalars": {},
+        "numpy._typing": {"NDArray": _ArrayAlias()},
     }
 ):
     import cached_property  # noqa: F401

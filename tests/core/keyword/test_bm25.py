@@ -577,3 +577,26 @@ def test_after_many_edits_the_keyword_ranking_is_a_clean_builds(tmp_path: Path) 
         assert [s for _, s in edited] == pytest.approx([s for _, s in fresh], rel=1e-3), q
     e.close()
     clean.close()
+
+
+def test_a_stored_term_list_is_looked_up_as_its_strings() -> None:
+    """A postings table's terms stay NUL-separated UTF-8: every stored term is found with its
+    own postings (the first, the last, non-ASCII ones), and no other string is."""
+    import numpy as np
+
+    from tui_search.core.keyword.bm25 import _PostingsTable
+
+    terms = sorted(["a", "ab", "b", "café", "cafe", "zz", "ñu", "日本", "x_y", "über"])
+    raw = "\0".join(terms).encode("utf-8")
+    offsets = np.arange(0, 2 * len(terms) + 1, 2, dtype=np.int64)  # two postings a term
+    ids = np.arange(2 * len(terms), dtype=np.int32)
+    table = _PostingsTable(raw, _PostingsTable.bounds_of(raw), offsets, ids, ids * 0.5)
+    assert len(table) == len(terms)
+    for i, term in enumerate(terms):
+        post = table.get(term)
+        assert post is not None, term
+        assert post[0].tolist() == [2 * i, 2 * i + 1] and post[1].tolist() == [i, i + 0.5]
+    for other in ["", "0", "aa", "abc", "caf", "cafés", "zzz", "日", "\ud800", "A"]:
+        assert table.get(other) is None, other
+    empty = _PostingsTable(b"", _PostingsTable.bounds_of(b""), offsets[:1], ids[:0], ids[:0])
+    assert len(empty) == 0 and empty.get("a") is None

@@ -27,7 +27,6 @@ import dataclasses
 import math
 import threading
 import time
-from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -83,18 +82,47 @@ def flatten_disjunction(query: Q.Query, boost: float = 1.0) -> list[tuple[str, s
 
 @dataclass
 class _PostingsTable:
-    """One segment's decoded postings of one field (see ``FastBM25.store_postings``)."""
+    """One segment's decoded postings of one field (see ``FastBM25.store_postings``).
 
-    terms: list[str]  # sorted
+    The sorted terms stay the file's UTF-8 bytes, separated by NUL, with the positions of the
+    separators: a search looks up a few dozen of a table's tens of thousands of terms, and
+    splitting the text into a string per term (tldr's tables: 56,000 strings) was most of the
+    cost of its first search's tables. UTF-8 bytes sort as the strings' code points do, so
+    the terms are bisected as bytes; a term's postings are those of the same string."""
+
+    terms: bytes  # sorted, NUL between terms
+    #: the separators' positions, with -1 before the first term and len(terms) after the last
+    bounds: np.ndarray
     offsets: np.ndarray  # term i's postings are [offsets[i], offsets[i + 1])
     ids: np.ndarray  # int32 local docnums
     weights: np.ndarray  # float32 (every weight exact in it, checked when stored)
 
+    @staticmethod
+    def bounds_of(terms: bytes) -> np.ndarray:
+        """``bounds`` of a NUL-separated term list (empty: no term)."""
+        if not terms:
+            return np.array([-1], dtype=np.int64)
+        at = np.flatnonzero(np.frombuffer(terms, dtype=np.uint8) == 0)
+        return np.concatenate(([-1], at, [len(terms)]))
+
+    def __len__(self) -> int:
+        return len(self.bounds) - 1
+
+    def term(self, i: int) -> bytes:
+        return self.terms[int(self.bounds[i]) + 1 : int(self.bounds[i + 1])]
+
     def get(self, text: str) -> tuple[np.ndarray, np.ndarray] | None:
-        i = bisect_left(self.terms, text)
-        if i == len(self.terms) or self.terms[i] != text:
+        key = text.encode("utf-8", "surrogatepass")
+        lo, hi = 0, len(self)
+        while lo < hi:  # bisect_left over the terms
+            mid = (lo + hi) // 2
+            if self.term(mid) < key:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo == len(self) or self.term(lo) != key:
             return None
-        start, end = int(self.offsets[i]), int(self.offsets[i + 1])
+        start, end = int(self.offsets[lo]), int(self.offsets[lo + 1])
         return self.ids[start:end].astype(np.int64), self.weights[start:end].astype(np.float64)
 
 
@@ -265,16 +293,15 @@ class FastBM25:
         table = None
         if self._disk is not None and on_disk(seg.seg_id):
             name = f"postings-{field}"
-            terms = self._disk.read_strings(seg.seg_id, f"{name}.terms")
+            terms = self._disk.read_bytes(seg.seg_id, f"{name}.terms")
             if terms is not None:
-                offsets = self._disk.read_array(
-                    seg.seg_id, f"{name}.offsets", np.int64, len(terms) + 1
-                )
+                bounds = _PostingsTable.bounds_of(terms)
+                offsets = self._disk.map_array(seg.seg_id, f"{name}.offsets", np.int64, len(bounds))
                 total = None if offsets is None else int(offsets[-1])
                 ids = self._disk.map_array(seg.seg_id, f"{name}.ids", np.int32, total)
                 weights = self._disk.map_array(seg.seg_id, f"{name}.weights", np.float32, total)
                 if offsets is not None and ids is not None and weights is not None:
-                    table = _PostingsTable(terms, offsets, ids, weights)
+                    table = _PostingsTable(terms, bounds, offsets, ids, weights)
         with self._lock:
             seg.tables[field] = table
         return table

@@ -51,6 +51,13 @@ class SegmentCache:
         except (OSError, ValueError):
             return None
 
+    def read_bytes(self, seg_id: str, name: str) -> bytes | None:
+        """The saved file's bytes, or None when missing."""
+        try:
+            return self._path(seg_id, name).read_bytes()
+        except OSError:
+            return None
+
     def read_strings(self, seg_id: str, name: str, count: int | None = None) -> list[str] | None:
         try:
             raw = self._path(seg_id, name).read_bytes().decode("utf-8")
