@@ -11,6 +11,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from tokenizers import Tokenizer, models, pre_tokenizers
 
 from tui_search.core import quick_tokenizer
@@ -226,3 +228,34 @@ def test_plain_questions_load_no_library_tokenizer() -> None:
         assert quick.file_setting("pre_tokenizer") == {"type": "BertPreTokenizer"}
         quick.encode("Ångström")  # not plain: the library's partial tokenizer
         assert quick._part is not None and quick._full is None
+
+
+_WHOLE: dict[str, Tokenizer] = {}
+_QUICK: dict[str, QuickTokenizer] = {}
+
+# printable ASCII, whitespace, and pieces that stress WordPiece (subwords, "##", long runs)
+_PLAIN_ALPHABET = st.sampled_from(
+    [chr(c) for c in range(32, 127)] + ["\t", "\n", "\r", "##", "ing", "un", "able", "a" * 40]
+)
+
+
+@pytest.mark.parametrize("model", ["default", "reranker"])
+@settings(max_examples=300, deadline=None)
+@given(text=st.lists(_PLAIN_ALPHABET, max_size=60).map("".join))
+def test_any_plain_text_is_tokenized_as_the_library_does(model: str, text: str) -> None:
+    """Whatever printable ASCII text: the plain path, where it takes the text, gives the
+    library's ids and offsets, with and without special tokens."""
+    if model not in _WHOLE:
+        path = MODELS / model / "tokenizer.json"
+        _WHOLE[model] = Tokenizer.from_file(str(path))
+        _QUICK[model] = QuickTokenizer(path)
+        for tok in (_WHOLE[model], _QUICK[model]):
+            tok.enable_truncation(128)
+            tok.no_padding()
+    whole, quick = _WHOLE[model], _QUICK[model]
+    assert quick._plain is not None
+    for special in (True, False):
+        ours = quick._plain.encode(text, special)
+        want = whole.encode(text, add_special_tokens=special)
+        if ours is not None and len(ours.ids) <= 128:
+            assert (ours.ids, ours.offsets) == (want.ids, want.offsets)
