@@ -23,6 +23,37 @@ from tui_search.core.processes import worker_context
 from tui_search.core.records import ChunkRecord
 
 
+def _chunk(
+    vkey: int,
+    doc: str,
+    slug: str,
+    title: str,
+    headings: tuple[str, ...],
+    content: str,
+    *,
+    tags: tuple[str, ...] = (),
+    key_end: str = "",
+) -> ChunkRecord:
+    """A one-chunk section of ``doc``'s file under ``headings`` (its level is their depth)."""
+    return ChunkRecord(
+        key=f"{doc}.md:{slug}{key_end}",
+        vkey=vkey,
+        section_id=f"{doc}:{slug}",
+        chunk_index=0,
+        doc=doc,
+        file_path=f"{doc}.md",
+        title=title,
+        heading=headings[-1],
+        heading_path=headings,
+        level=len(headings),
+        line_start=1,
+        line_end=2,
+        content=content,
+        tags=tags,
+        content_hash=str(vkey),
+    )
+
+
 def _commit(ix, ids: list[str]) -> None:  # type: ignore[no-untyped-def]
     writer = ix.writer()
     for i in ids:
@@ -105,22 +136,13 @@ def test_the_bulk_writer_processes_are_not_forked_from_the_indexing_process(
     monkeypatch.setattr(whoosh_writing.IsolatedMpWriter, "_new_task", spy)
     monkeypatch.setattr(lexical, "BULK_WRITE", 10)
     records = [
-        ChunkRecord(
-            key=f"notes/n{i}.md:s{i}",
-            vkey=i,
-            section_id=f"notes/n{i}:s{i}",
-            chunk_index=0,
-            doc=f"notes/n{i}",
-            file_path=f"notes/n{i}.md",
-            title=f"Note {i}",
-            heading=f"Note {i}",
-            heading_path=(f"Note {i}",),
-            level=1,
-            line_start=1,
-            line_end=2,
-            content=f"alpha beta note number {i} getUserById" if i % 2 else f"gamma {i}",
-            tags=(),
-            content_hash=str(i),
+        _chunk(
+            i,
+            f"notes/n{i}",
+            f"s{i}",
+            f"Note {i}",
+            (f"Note {i}",),
+            f"alpha beta note number {i} getUserById" if i % 2 else f"gamma {i}",
         )
         for i in range(300)
     ]
@@ -194,23 +216,7 @@ def test_a_bulk_writer_process_that_dies_fails_the_write_instead_of_hanging(
     monkeypatch.setattr(whoosh_writing.IsolatedMpWriter, "_new_task", kill_the_first)
     monkeypatch.setattr(lexical, "BULK_WRITE", 10)
     records = [
-        ChunkRecord(
-            key=f"n{i}.md:s#0",
-            vkey=i,
-            section_id=f"n{i}:s",
-            chunk_index=0,
-            doc=f"n{i}",
-            file_path=f"n{i}.md",
-            title=f"Note {i}",
-            heading="S",
-            heading_path=("S",),
-            level=1,
-            line_start=1,
-            line_end=2,
-            content=f"alpha {i} " + "words " * 20,
-            tags=(),
-            content_hash=str(i),
-        )
+        _chunk(i, f"n{i}", "s", f"Note {i}", ("S",), f"alpha {i} " + "words " * 20, key_end="#0")
         for i in range(1500)
     ]
     index = LexicalIndex(tmp_path / "bulk")
@@ -224,22 +230,14 @@ def test_a_bulk_writer_process_that_dies_fails_the_write_instead_of_hanging(
 def _record(i: int) -> ChunkRecord:
     words = ["alpha", "beta", "gamma", "délta", "getUserById", "naïve", "x"]
     body = " ".join(words[(i * k) % len(words)] for k in range(1, 2 + i % 9))
-    return ChunkRecord(
-        key=f"notes/n{i % 40}.md:s{i}",
-        vkey=i,
-        section_id=f"notes/n{i % 40}:s{i}",
-        chunk_index=0,
-        doc=f"notes/n{i % 40}",
-        file_path=f"notes/n{i % 40}.md",
-        title=f"Note {i % 40}",
-        heading=f"Part {i % 7}",
-        heading_path=(f"Note {i % 40}", f"Part {i % 7}"),
-        level=2,
-        line_start=1,
-        line_end=2,
-        content=f"alpha {body} " + "long " * (i % 50),
+    return _chunk(
+        i,
+        f"notes/n{i % 40}",
+        f"s{i}",
+        f"Note {i % 40}",
+        (f"Note {i % 40}", f"Part {i % 7}"),
+        f"alpha {body} " + "long " * (i % 50),
         tags=("ops",) if i % 3 else (),
-        content_hash=str(i),
     )
 
 
