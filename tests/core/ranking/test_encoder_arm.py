@@ -101,7 +101,7 @@ def test_the_matrix_is_read_only_while_it_describes_the_index(
         assert not engine.reranker.owed()
         rows = np.load(encoder_arm.matrix_path(store), mmap_mode="r")
         assert len(rows) == engine.stats().chunks
-        first = encoder_arm.best(store, engine.reranker.query_vector(QUESTION), 5)
+        first = encoder_arm.best(store, lambda: engine.reranker.query_vector(QUESTION), 5)
         assert first is not None
         assert ANSWER in [section_of(c.key) for c in first]
     # a note renamed: its text keeps its vector, its chunks are new rows the matrix lacks
@@ -113,7 +113,9 @@ def test_the_matrix_is_read_only_while_it_describes_the_index(
             engine.sync()
             store = engine.index.store
             assert not encoder_arm.current(store)
-            assert encoder_arm.best(store, engine.reranker.query_vector(QUESTION), 5) is None
+            assert (
+                encoder_arm.best(store, lambda: engine.reranker.query_vector(QUESTION), 5) is None
+            )
             assert engine.reranker.owed()  # a search starts the fill, which writes it again
             ranked = engine.rank(QUESTION, mode="hybrid")[0]
             assert ranked[_at(ranked)].rerank_cosine is None  # the arm waits for it
@@ -166,7 +168,7 @@ def test_a_damaged_or_outdated_matrix_is_not_read_and_is_written_again(
         else:  # the vectors made again by another runtime's recipe
             store.clear_rerank_vectors("another recipe")
         assert not encoder_arm.current(store)
-        assert encoder_arm.best(store, engine.reranker.query_vector(QUESTION), 5) is None
+        assert encoder_arm.best(store, lambda: engine.reranker.query_vector(QUESTION), 5) is None
         assert engine.reranker.owed()
         ranked = engine.rank(QUESTION, mode="hybrid")[0]
         assert ranked[_at(ranked)].rerank_cosine is None  # the arm waits for it

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
@@ -155,13 +156,14 @@ def _scan(path: Path, question: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.
     return scores, vkeys, hashes
 
 
-def best(store: Store, question: np.ndarray, k: int) -> list[Candidate] | None:
-    """The ``k`` chunks whose vectors are nearest ``question`` (best first), each checked
-    against its chunk; None while the matrix does not describe the index."""
+def best(store: Store, question: Callable[[], np.ndarray], k: int) -> list[Candidate] | None:
+    """The ``k`` chunks whose vectors are nearest the question's (best first), each checked
+    against its chunk; None while the matrix does not describe the index. ``question`` gives
+    the question's vector: it is asked for only when the matrix is read."""
     if k <= 0 or not current(store):
         return None
     try:
-        scores, vkeys, hashes = _scan(matrix_path(store), question)
+        scores, vkeys, hashes = _scan(matrix_path(store), question())
     except (OSError, ValueError, SyntaxError):
         return None
     if len(scores) == 0:

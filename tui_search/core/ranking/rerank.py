@@ -519,9 +519,7 @@ class Reranker:
         ``on_missing`` is called); only sections ``ranked`` holds join (its filters hold)."""
         if not self._readable():
             return at, set()
-        best = None
-        if encoder_arm.current(self.store):
-            best = encoder_arm.best(self.store, self._question(query), depth)
+        best = encoder_arm.best(self.store, lambda: self._question(query), depth)
         if best is None:
             self._on_missing()
             return at, set()
